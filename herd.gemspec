@@ -1,0 +1,19 @@
+# frozen_string_literal: true
+
+require_relative "lib/herd/version"
+
+Gem::Specification.new do |spec|
+  spec.name = "herd"
+  spec.version = Herd::VERSION
+  spec.authors = ["herd developers"]
+  spec.summary = "Copy-on-write-friendly multiprocessing for Ruby"
+  spec.description = "A fork that keeps memory shared, a fork pool (Herd.map), " \
+    "a reforking Rack server and the instruments (herd mem) that show where memory goes."
+  spec.license = "MIT"
+  spec.required_ruby_version = ">= 3.1"
+  spec.files = Dir["lib/**/*.rb", "exe/*", "docs/**/*.md", "README.md", "ARCHITECTURE.md", "CHANGELOG.md", "LICENSE"]
+  spec.bindir = "exe"
+  spec.executables = ["herd"]
+  spec.require_paths = ["lib"]
+  spec.metadata["rubygems_mfa_required"] = "true"
+end

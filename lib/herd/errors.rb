@@ -1,0 +1,18 @@
+# frozen_string_literal: true
+
+module Herd
+  # Base class of every error herd raises on purpose. Rescue this to catch them all.
+  class Error < StandardError; end
+
+  # /proc is missing or a process's memory cannot be read.
+  class MemoryReadError < Error; end
+
+  # The process asked about does not exist (or exited while it was being read).
+  class NoSuchProcess < MemoryReadError; end
+
+  # A fork callback registered with {Herd.before_fork} raised, so the fork was not performed.
+  class ForkCallbackError < Error; end
+
+  # Bad input on the command line; the CLI exits 2 on these.
+  class UsageError < Error; end
+end

@@ -1,0 +1,120 @@
+# frozen_string_literal: true
+
+require_relative "heap"
+require_relative "fork_callbacks"
+
+module Herd
+  # Intercepts every fork of the process through `Process._fork` (Ruby >= 3.1),
+  # the one method that `Kernel#fork`, `Process.fork` and `IO.popen("-")` all
+  # call, to run {Herd.before_fork}-style callbacks and, when copy-on-write
+  # friendliness is on, {Heap.prepare} before the fork.
+  #
+  # Per-call opt-out, as nakayoshi_fork spells it: `fork(nakayoshi: false)` or
+  # `fork(cow_friendly: false)` (also `Process.fork(...)`, with or without a
+  # block). Global switch: `Herd::ForkHook.cow_friendly = false`, or
+  # `HERD_COW_FRIENDLY=0` in the environment before `require "herd/fork"`.
+  module ForkHook
+    OPT_OUT = :__herd_fork_opt_out
+    private_constant :OPT_OUT
+
+    # Prepended to `Process.singleton_class`.
+    module ProcessHook
+      def _fork
+        ForkHook.around_fork { super }
+      end
+    end
+
+    # Prepended to the singleton classes of Kernel and Process: accepts the
+    # opt-out keywords and passes everything else through untouched.
+    module ForkOptions
+      def fork(nakayoshi: true, cow_friendly: true, &block)
+        return super(&block) if nakayoshi && cow_friendly
+
+        ForkHook.without_heap_preparation { super(&block) }
+      end
+    end
+
+    # Prepended to Kernel: the same, for the private `fork` every object has.
+    module PrivateForkOptions
+      include ForkOptions
+
+      private :fork
+    end
+
+    @install_lock = Mutex.new
+    @installed = false
+    @cow_friendly = false
+    @heap_options = {}
+    @callbacks = ForkCallbacks.new
+
+    class << self
+      # @return [Boolean] prepare the heap before each fork (see {Heap.prepare})
+      attr_accessor :cow_friendly
+      # @return [Hash] keywords for {Heap.prepare}; `compact: true` compacts
+      #   before the first fork of each process only
+      attr_accessor :heap_options
+      # @return [Heap::Report, nil] what the last heap preparation did
+      attr_reader :last_report
+      # @return [ForkCallbacks]
+      attr_reader :callbacks
+
+      # Installs the interception. Idempotent and thread-safe.
+      # @param cow_friendly [Boolean, nil] also switch heap preparation on or off
+      # @return [void]
+      def install(cow_friendly: nil)
+        self.cow_friendly = cow_friendly unless cow_friendly.nil?
+        @install_lock.synchronize do
+          return if @installed
+
+          Process.singleton_class.prepend(ProcessHook)
+          Process.singleton_class.prepend(ForkOptions)
+          Kernel.singleton_class.prepend(ForkOptions)
+          Kernel.prepend(PrivateForkOptions)
+          @installed = true
+        end
+      end
+
+      # @return [Boolean]
+      def installed?
+        @installed
+      end
+
+      # Runs the block with heap preparation skipped for the forks it makes
+      # from this thread; callbacks still run.
+      def without_heap_preparation
+        previous = Thread.current[OPT_OUT]
+        Thread.current[OPT_OUT] = true
+        yield
+      ensure
+        Thread.current[OPT_OUT] = previous
+      end
+
+      # @api private
+      def around_fork
+        @callbacks.run_before_fork
+        prepare_heap if cow_friendly && !Thread.current[OPT_OUT]
+        pid = yield
+        if pid.zero?
+          # A block-form fork never returns in the child: forks it makes must
+          # not inherit the parent's opt-out.
+          Thread.current[OPT_OUT] = nil
+          @callbacks.run_after_fork_child
+        else
+          @callbacks.run_after_fork_parent(pid)
+        end
+        pid
+      end
+
+      private
+
+      def prepare_heap
+        options = heap_options.dup
+        # Compacting again would move objects in pages already shared with
+        # earlier children, which is the copying we are here to avoid.
+        options[:compact] = false if @compacted_in == Process.pid
+        @last_report = Heap.prepare(**options)
+        @compacted_in = Process.pid if @last_report.compacted
+      end
+    end
+  end
+end

@@ -1,0 +1,123 @@
+# frozen_string_literal: true
+
+module Herd
+  # Prepares the Ruby heap so that a fork keeps its pages shared.
+  #
+  # On Ruby <= 3.2 an object's GC age lives in its header: every GC that a
+  # young object survives writes to it, and a write to a page shared with a
+  # forked child copies the page. Promoting young objects to old before
+  # forking means the children's GCs no longer write to those headers. On
+  # Ruby >= 3.3, `Process.warmup` does this (and more) and is used instead.
+  module Heap
+    # What {Heap.prepare} did.
+    #
+    # @!attribute strategy
+    #   @return [Symbol] :warmup (Process.warmup), :promote (GC runs), or :none
+    #     (the heap was already mostly old)
+    # @!attribute gc_runs
+    #   @return [Integer] GCs run by herd (0 for :warmup, which runs its own)
+    # @!attribute compacted
+    #   @return [Boolean] whether the heap was compacted
+    # @!attribute duration
+    #   @return [Float] seconds spent
+    # @!attribute young_before / young_after / old_before / old_after
+    #   @return [Integer] object counts
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :duration,
+      :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
+      # @return [String] one line for logs
+      def to_s
+        format("heap prepared (%s): %d GC runs%s, young %d -> %d, old %d -> %d, %.1f ms",
+          strategy, gc_runs, compacted ? " + compaction" : "", young_before, young_after,
+          old_before, old_after, duration * 1000)
+      end
+    end
+
+    # Stop promoting once young objects are at most this share of live ones.
+    DEFAULT_YOUNG_RATIO = 0.01
+    # Objects need three survived GCs to become old on Ruby 3.1; one spare.
+    DEFAULT_MAX_GC_RUNS = 4
+
+    class << self
+      # Promotes young objects to old (or calls `Process.warmup` where it
+      # exists) and optionally compacts. Cheap when the heap is already mostly
+      # old: it then runs no GC at all.
+      #
+      # @param compact [Boolean] also run `GC.compact` (where available). Do it
+      #   before the first fork of a template only: compacting again writes to
+      #   pages already shared with earlier children.
+      # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
+      # @param max_gc_runs [Integer] at most this many GCs
+      # @param young_ratio [Float] stop when young <= live * young_ratio
+      # @return [Report]
+      def prepare(compact: false, warmup: true, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
+        started = clock
+        before = census
+        if warmup && Process.respond_to?(:warmup)
+          Process.warmup
+          return report(:warmup, 0, true, started, before)
+        end
+
+        runs = with_gc_enabled { promote(max_gc_runs, young_ratio) }
+        compacted = compact && compact!
+        runs += with_gc_enabled { promote(max_gc_runs, young_ratio) } if compacted
+        report((runs.zero? && !compacted) ? :none : :promote, runs, compacted, started, before)
+      end
+
+      # Objects not yet old, as the GC counts them.
+      # @return [Hash] :young, :old, :live
+      def census
+        stat = GC.stat
+        live = stat[:heap_live_slots]
+        old = stat[:old_objects]
+        {live: live, old: old, young: [live - old - stat[:remembered_wb_unprotected_objects].to_i, 0].max}
+      end
+
+      # @return [Boolean] whether this Ruby can compact its heap
+      def compaction_supported?
+        GC.respond_to?(:compact) && GC.respond_to?(:latest_compact_info)
+      end
+
+      private
+
+      def promote(max_gc_runs, young_ratio)
+        runs = 0
+        while runs < max_gc_runs
+          counts = census
+          break if counts[:young] <= counts[:live] * young_ratio
+
+          # A minor GC ages every young object as much as a full one does, and
+          # costs nothing for the old ones.
+          GC.start(full_mark: false, immediate_sweep: true)
+          runs += 1
+        end
+        runs
+      end
+
+      def compact!
+        return false unless compaction_supported?
+
+        GC.compact
+        true
+      rescue NotImplementedError
+        false
+      end
+
+      def with_gc_enabled
+        was_disabled = GC.enable
+        yield
+      ensure
+        GC.disable if was_disabled
+      end
+
+      def report(strategy, runs, compacted, started, before)
+        after = census
+        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, duration: clock - started,
+          young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])
+      end
+
+      def clock
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+    end
+  end
+end

@@ -1,0 +1,64 @@
+# frozen_string_literal: true
+
+require "fiddle"
+
+module Herd
+  # The few Linux system calls herd needs that Ruby does not expose, through
+  # Fiddle (no C extension to build). Every method is a no-op returning false
+  # where the call is unavailable (not Linux, no libc symbol).
+  module Linux
+    PR_SET_PDEATHSIG = 1
+    PR_SET_CHILD_SUBREAPER = 36
+    PR_GET_CHILD_SUBREAPER = 37
+
+    class << self
+      # @return [Boolean] whether this is Linux with prctl reachable
+      def available?
+        !prctl_function.nil?
+      end
+
+      # Asks the kernel to send `signal` to this process when its parent dies.
+      # @param signal [String, Integer] e.g. "TERM"
+      # @return [Boolean] whether the kernel accepted it
+      def parent_death_signal(signal)
+        prctl(PR_SET_PDEATHSIG, Signal.list.fetch(signal.to_s.delete_prefix("SIG")) { Integer(signal) })
+      end
+
+      # Makes this process adopt its orphaned descendants (and so be notified
+      # of their death) instead of init.
+      # @return [Boolean] whether the kernel accepted it
+      def child_subreaper!
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+      end
+
+      # @return [Boolean] whether this process is a child subreaper
+      def child_subreaper?
+        return false unless available?
+
+        flag = Fiddle::Pointer.malloc(Fiddle::SIZEOF_INT, Fiddle::RUBY_FREE)
+        flag[0, Fiddle::SIZEOF_INT] = [0].pack("i")
+        prctl_function.call(PR_GET_CHILD_SUBREAPER, flag.to_i, 0, 0, 0).zero? &&
+          flag[0, Fiddle::SIZEOF_INT].unpack1("i") == 1
+      end
+
+      private
+
+      def prctl(option, arg)
+        return false unless available?
+
+        prctl_function.call(option, arg, 0, 0, 0).zero?
+      end
+
+      def prctl_function
+        return @prctl if defined?(@prctl)
+
+        @prctl = if RUBY_PLATFORM.include?("linux")
+          Fiddle::Function.new(Fiddle::Handle::DEFAULT["prctl"],
+            [Fiddle::TYPE_INT] + [Fiddle::TYPE_LONG] * 4, Fiddle::TYPE_INT)
+        end
+      rescue Fiddle::DLError
+        @prctl = nil
+      end
+    end
+  end
+end

@@ -1,0 +1,65 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+
+require "herd"
+require "minitest/autorun"
+require "rbconfig"
+require "timeout"
+require "open3"
+
+module Herd
+  # Raised inside a test that ran past its time limit, so a hang fails the
+  # test instead of blocking CI.
+  class TestTimeout < Exception; end # rubocop:disable Lint/InheritException -- must get past `rescue => e` in code under test
+
+  # Base class of herd's tests: a per-test timeout and helpers for tests that fork.
+  class Test < Minitest::Test
+    ROOT = File.expand_path("..", __dir__)
+    DEFAULT_TIMEOUT = Integer(ENV.fetch("HERD_TEST_TIMEOUT", 60))
+
+    # Override in a test class that needs longer.
+    def self.test_timeout
+      DEFAULT_TIMEOUT
+    end
+
+    def run
+      Timeout.timeout(self.class.test_timeout, TestTimeout, "#{self.class}##{name} ran past #{self.class.test_timeout}s") { super }
+    end
+
+    # Runs Ruby code in a fresh interpreter with lib/ on the load path.
+    # @return [Array(String, String, Process::Status)] stdout, stderr, status
+    def ruby_run(code, *args, env: {}, stdin_data: "")
+      Open3.capture3(env, RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", code, *args, stdin_data: stdin_data)
+    end
+
+    # Runs exe/herd with arguments.
+    # @return [Array(String, String, Process::Status)]
+    def herd_cli(*args, env: {})
+      Open3.capture3(env, RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "herd"), *args)
+    end
+
+    # Forks a child that runs the block and reports its value back over a pipe.
+    # The child exits with exit! so this process's at_exit hooks never run twice.
+    # @return [Object] what the block returned in the child (via Marshal)
+    def in_child(fork_method: ->(&b) { Process.fork(&b) })
+      reader, writer = IO.pipe
+      pid = fork_method.call do
+        reader.close
+        Marshal.dump([:ok, yield], writer)
+      rescue Exception => e # rubocop:disable Lint/RescueException -- report everything to the parent
+        Marshal.dump([:error, "#{e.class}: #{e.message}"], writer)
+      ensure
+        writer.close
+        exit!(0)
+      end
+      writer.close
+      status, value = Marshal.load(reader)
+      flunk "child failed: #{value}" if status == :error
+      value
+    ensure
+      reader&.close
+      Process.wait(pid) if pid
+    end
+  end
+end
