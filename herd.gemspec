@@ -16,4 +16,7 @@ Gem::Specification.new do |spec|
   spec.executables = ["herd"]
   spec.require_paths = ["lib"]
   spec.metadata["rubygems_mfa_required"] = "true"
+
+  # Progress bars for Herd.map(progress: true): the one every Ruby CLI already knows.
+  spec.add_dependency "ruby-progressbar", "~> 1.13"
 end

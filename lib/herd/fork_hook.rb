@@ -89,6 +89,16 @@ module Herd
         Thread.current[OPT_OUT] = previous
       end
 
+      # Forgets callbacks, reports and switches: a clean slate for tests.
+      # @api private
+      def reset!
+        @callbacks.clear
+        @cow_friendly = false
+        @heap_options = {}
+        @last_report = nil
+        @compacted_in = nil
+      end
+
       # @api private
       def around_fork
         @callbacks.run_before_fork

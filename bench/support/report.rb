@@ -1,0 +1,102 @@
+# frozen_string_literal: true
+
+require "etc"
+require "fileutils"
+require "json"
+require "time"
+
+module Bench
+  # What every benchmark writes: an environment header, medians, a markdown
+  # table for people and JSON for tools, both under bench/results/.
+  module Report
+    ROOT = File.expand_path("../..", __dir__)
+    RESULTS = File.join(ROOT, "bench", "results")
+
+    module_function
+
+    # Where and how the numbers were taken.
+    # @param command [String] the command line that produced them
+    # @return [Hash]
+    def environment(command)
+      {
+        date: Time.now.utc.iso8601,
+        ruby: RUBY_DESCRIPTION, # what `ruby -v` prints
+        kernel: Etc.uname[:release], # `uname -r`
+        cores: Etc.nprocessors, # `nproc`: the CPUs this process may run on
+        herd: git_revision,
+        command: command
+      }
+    end
+
+    # The command line as typed, assuming `bundle exec` when Bundler set us up.
+    # @return [String]
+    def command_line(script, args)
+      prefix = ENV["BUNDLE_GEMFILE"] ? "bundle exec " : ""
+      "#{prefix}ruby #{relative(script)} #{args.join(" ")}".strip
+    end
+
+    # @return [Float, nil] the median, nil for no values
+    def median(values)
+      return nil if values.empty?
+
+      sorted = values.sort
+      mid = sorted.size / 2
+      sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
+    end
+
+    # @return [Hash] :median, :min, :max, :n
+    def stats(values)
+      {median: median(values), min: values.min, max: values.max, n: values.size}
+    end
+
+    # @param headers [Array<String>]
+    # @param rows [Array<Array>] cells, converted with #to_s
+    # @return [String]
+    def markdown_table(headers, rows)
+      lines = [headers, headers.map { "---" }] + rows
+      lines.map { |cells| "| #{cells.map { |cell| cell.to_s.tr("|", "/") }.join(" | ")} |" }.join("\n") + "\n"
+    end
+
+    # @return [String] the environment as a markdown list
+    def environment_markdown(env)
+      <<~MD
+        - date: #{env[:date]}
+        - ruby -v: `#{env[:ruby]}`
+        - uname -r: `#{env[:kernel]}`
+        - nproc: #{env[:cores]}
+        - herd: #{env[:herd]}
+        - command: `#{env[:command]}`
+      MD
+    end
+
+    # Writes bench/results/NAME.md and NAME.json.
+    # @param name [String] e.g. "nakayoshi"
+    # @param markdown [String] the whole document
+    # @param data [Hash] everything measured, including the environment
+    # @return [Array<String>] the paths written
+    def write(name, markdown:, data:)
+      FileUtils.mkdir_p(RESULTS)
+      md = File.join(RESULTS, "#{name}.md")
+      json = File.join(RESULTS, "#{name}.json")
+      File.write(md, markdown)
+      File.write(json, JSON.pretty_generate(data) + "\n")
+      [md, json].map { |path| relative(path) }
+    end
+
+    def relative(path)
+      File.expand_path(path).delete_prefix("#{ROOT}/")
+    end
+
+    def git_revision
+      Dir.chdir(ROOT) do
+        rev = IO.popen(%w[git rev-parse --short HEAD], err: File::NULL, &:read).strip
+        return "unknown (no git)" if rev.empty?
+
+        dirty = !IO.popen(%w[git status --porcelain --untracked-files=no], err: File::NULL, &:read).strip.empty?
+        dirty ? "#{rev} + uncommitted changes" : rev
+      end
+    rescue SystemCallError
+      "unknown (no git)"
+    end
+  end
+end

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+require "socket"
+
+module Herd
+  # Framed Marshal messages over one end of a UNIX stream socketpair.
+  #
+  # A frame is a 4-byte big-endian length and a Marshal payload, so messages of
+  # any size cross and the reader never parses a partial object. Reading is
+  # buffered and non-blocking ({#read_ready}), so one thread can serve many
+  # channels with IO.select; {#receive} blocks for the simple side (a worker).
+  class Channel
+    HEADER = 4
+    READ_SIZE = 1 << 16
+
+    # @return [Array(Channel, Channel)] two connected ends
+    def self.pair
+      UNIXSocket.pair(:STREAM).map { |socket| new(socket) }
+    end
+
+    # @return [UNIXSocket] for IO.select
+    attr_reader :io
+
+    def initialize(io)
+      @io = io
+      @buffer = +"".b
+    end
+
+    # Sends one message. Raises Errno::EPIPE / IOError when the peer is gone.
+    def send_message(message)
+      write_frame(Marshal.dump(message))
+    end
+
+    # Sends a payload already produced by Marshal.dump (lets a caller find out
+    # first whether the message can be marshalled at all).
+    def write_frame(payload)
+      @io.write([payload.bytesize].pack("N"), payload)
+    end
+
+    # Blocks until a whole message arrives.
+    # @return [Object, nil] the message, or nil when the peer closed
+    def receive
+      loop do
+        message = next_message
+        return message.first if message
+
+        begin
+          @buffer << @io.readpartial(READ_SIZE)
+        rescue EOFError, Errno::ECONNRESET, IOError
+          return nil
+        end
+      end
+    end
+
+    # Reads what is available without blocking.
+    # @return [Array(Array<Object>, Boolean)] whole messages, and whether the peer closed
+    def read_ready
+      eof = false
+      loop do
+        chunk = @io.read_nonblock(READ_SIZE, exception: false)
+        break if chunk == :wait_readable
+
+        if chunk.nil?
+          eof = true
+          break
+        end
+        @buffer << chunk
+        break if chunk.bytesize < READ_SIZE
+      end
+      [drain, eof]
+    rescue Errno::ECONNRESET, IOError
+      [drain, true]
+    end
+
+    def close
+      @io.close unless @io.closed?
+    end
+
+    def closed?
+      @io.closed?
+    end
+
+    private
+
+    def drain
+      messages = []
+      while (message = next_message)
+        messages << message.first
+      end
+      messages
+    end
+
+    # @return [Array(Object), nil] the next message wrapped in an array (a
+    #   message may itself be nil), or nil when no whole frame is buffered
+    def next_message
+      return nil if @buffer.bytesize < HEADER
+
+      length = @buffer.unpack1("N")
+      return nil if @buffer.bytesize < HEADER + length
+
+      payload = @buffer.byteslice(HEADER, length)
+      @buffer = @buffer.byteslice(HEADER + length, @buffer.bytesize) || +"".b
+      [Marshal.load(payload)] # standard:disable Security/MarshalLoad -- our own child, over a private socketpair
+    end
+  end
+end

@@ -1,0 +1,134 @@
+# frozen_string_literal: true
+
+require "optparse"
+require_relative "../memory"
+
+module Herd
+  class CLI
+    # `herd mem PID [--tree] [--json] [--watch SECONDS] [--count N]`
+    class Mem
+      BANNER = "Usage: herd mem PID [--tree] [--json] [--watch SECONDS] [--count N]"
+      # Moves the cursor home and clears the screen, so a watched table
+      # updates in place on a terminal.
+      CLEAR = "\e[H\e[2J"
+
+      # @param out [IO]
+      # @param err [IO]
+      # @param memory [#report] the measuring backend; tests may pass a stand-in
+      def initialize(out: $stdout, err: $stderr, memory: Herd::Memory)
+        @out = out
+        @err = err
+        @memory = memory
+      end
+
+      # @param argv [Array<String>]
+      # @return [Integer] exit status
+      # @raise [UsageError] on bad arguments
+      # @raise [NoSuchProcess, MemoryReadError] when the process cannot be read
+      def run(argv)
+        options = parse(argv)
+        return 0 if options[:help]
+
+        options[:watch] ? watch(options) : show(options)
+        0
+      end
+
+      private
+
+      def parser(options)
+        OptionParser.new do |opts|
+          opts.banner = BANNER
+          opts.separator ""
+          opts.separator "Memory of a process (PSS, USS, what is still shared) from /proc/PID/smaps_rollup."
+          opts.separator ""
+          opts.on("-t", "--tree", "include every descendant, and a total") { options[:tree] = true }
+          opts.on("-j", "--json", "print JSON (sizes in bytes); one document per line with --watch") { options[:json] = true }
+          opts.on("-w", "--watch SECONDS", Float, "reprint every SECONDS until interrupted") { |s| options[:watch] = s }
+          opts.on("--count N", Integer, "with --watch: stop after N reports") { |n| options[:count] = n }
+          opts.on("-h", "--help", "show this help") do
+            @out.puts opts
+            options[:help] = true
+          end
+        end
+      end
+
+      def parse(argv)
+        options = {}
+        rest = parser(options).parse(argv)
+        return options if options[:help]
+
+        options[:pid] = parse_pid(rest)
+        validate(options)
+        options
+      rescue OptionParser::ParseError => e
+        raise UsageError, "mem: #{e.message}"
+      end
+
+      def parse_pid(rest)
+        raise UsageError, "mem: missing PID; usage: #{BANNER.delete_prefix("Usage: ")}" if rest.empty?
+        raise UsageError, "mem: one PID only, got #{rest.join(" ")}" if rest.size > 1
+        raise UsageError, "mem: PID must be a positive integer, got #{rest.first.inspect}" unless rest.first.match?(/\A[1-9]\d*\z/)
+
+        Integer(rest.first, 10)
+      end
+
+      def validate(options)
+        if options.key?(:watch) && !(options[:watch].finite? && options[:watch].positive?)
+          raise UsageError, "mem: --watch needs a positive number of seconds"
+        end
+        if options.key?(:count)
+          raise UsageError, "mem: --count needs --watch" unless options.key?(:watch)
+          raise UsageError, "mem: --count must be at least 1" unless options[:count].positive?
+        end
+      end
+
+      def show(options)
+        @out.puts render(measure(options), options)
+      end
+
+      # Ctrl-C is how a watch normally ends, so it is a success, not an error.
+      def watch(options)
+        clear = !options[:json] && @out.tty?
+        shown = 0
+        loop do
+          report = measure(options)
+          @out.print CLEAR if clear
+          @out.puts watch_header(options, report) unless options[:json]
+          @out.puts render(report, options)
+          @out.flush
+          shown += 1
+          break if options[:count] && shown >= options[:count]
+
+          @out.puts unless options[:json] || clear
+          sleep options[:watch]
+        end
+      rescue Interrupt
+        nil
+      end
+
+      def measure(options)
+        @memory.report(options[:pid], tree: options[:tree] || false)
+      end
+
+      def render(report, options)
+        return report.to_json if options[:json]
+
+        report.to_table(width: terminal_width)
+      end
+
+      def watch_header(options, report)
+        "herd mem #{options[:pid]}#{" --tree" if options[:tree]}, every #{options[:watch]}s, #{report.time.strftime("%H:%M:%S")}"
+      end
+
+      def terminal_width
+        return nil unless @out.tty?
+
+        require "io/console"
+        width = @out.winsize[1]
+        width.positive? ? width : nil
+      rescue NotImplementedError, SystemCallError
+        nil
+      end
+    end
+  end
+end

@@ -1,0 +1,276 @@
+# frozen_string_literal: true
+
+require_relative "../herd"
+require_relative "heap"
+require_relative "pool/errors"
+require_relative "pool/settings"
+require_relative "pool/source"
+require_relative "pool/scoreboard"
+require_relative "pool/worker_setup"
+require_relative "pool/process_worker"
+require_relative "pool/thread_worker"
+require_relative "pool/inline_worker"
+require_relative "pool/operations"
+require_relative "pool/run"
+require_relative "pool/registry"
+require_relative "pool/methods"
+
+module Herd
+  # Worker processes (or threads) forked once and reused across calls.
+  #
+  # A pool's workers are forked when the pool is made, so the code they run
+  # must exist by then: a pool has ONE job, given to {.new} as a block or to
+  # {.open} as `job:`. Its methods (map, each, ...) take no block — a block
+  # written later would not exist in workers forked earlier. For one-off work,
+  # {Herd.map} and friends fork, run and clean up in one call.
+  #
+  #   Herd::Pool.open(processes: 4, job: ->(path) { Thumbnail.make(path) }) do |pool|
+  #     pool.map(todays_photos)
+  #     pool.each(yesterdays_photos)
+  #   end
+  #
+  # Items are marshalled to the workers and results back. A pool serves one
+  # call at a time.
+  class Pool
+    WORKER_CLASSES = {process: ProcessWorker, thread: ThreadWorker, inline: InlineWorker}.freeze
+
+    class << self
+      # Makes a pool, yields it, and closes it (workers stopped and reaped)
+      # whatever happens.
+      # @param job [#call] run in the workers with (item) or (item, index)
+      # @param options see {#initialize}
+      # @yieldparam pool [Pool]
+      # @return [Object] the block's value
+      def open(job:, **options)
+        pool = new(**options, &job)
+        yield pool
+      ensure
+        pool&.close
+      end
+
+      # @api private — Herd.map and friends: workers that read items from
+      # their own copy of `source` and are thrown away after one call.
+      def disposable(source, job, options)
+        size = options[:threads] || options.fetch(:processes) { CPU.count }
+        size = [size, source.size].min.clamp(1, nil) if source.size && size.is_a?(Integer) && size.positive?
+        size_key = options.key?(:threads) ? :threads : :processes
+        new(**options, size_key => size, resolver: source.resolver, disposable: true, &job)
+      end
+    end
+
+    # @param processes [Integer] worker processes (default: the CPUs this
+    #   process may use, HERD_PROCESSES overrides); 0 runs inline, serially
+    # @param threads [Integer] worker threads instead of processes
+    # @param before_fork [#call] run in the parent before the workers fork
+    # @param after_fork [#call] run in each new worker with its number (reconnect here)
+    # @param run_at_exit [Boolean] let workers run at_exit hooks when they exit
+    # @param prepare_heap [Boolean, Hash] {Heap.prepare} (with these options)
+    #   once before forking, so workers keep the parent's pages shared
+    # @param max_items_per_worker [Integer] replace a worker after this many items
+    # @param shutdown_timeout [Numeric] seconds a worker gets to exit before TERM, then KILL
+    # @yield the job
+    def initialize(resolver: nil, disposable: false, **options, &job)
+      raise ArgumentError, "a pool needs its job: Herd::Pool.new(...) { |item| ... } or Herd::Pool.open(job: ...)" unless job
+
+      @settings = PoolSettings.build(**options)
+      @disposable = disposable
+      @lock = Mutex.new
+      @owner = Process.pid
+      @scoreboard = Scoreboard.new(size, shared: kind == :process)
+      @setup = WorkerSetup.new(job: job, scoreboard: @scoreboard, resolver: resolver,
+        after_fork: @settings.after_fork, run_at_exit: @settings.run_at_exit)
+      @served = Array.new(size, 0)
+      @workers = []
+      start_workers
+      Registry.add(self)
+    end
+
+    # @return [Symbol] :process, :thread or :inline
+    def kind
+      @settings.kind
+    end
+
+    # @return [Integer] number of workers
+    def size
+      @settings.size
+    end
+
+    # @return [Array<Integer>] worker pids (empty for threads and inline)
+    def pids
+      @workers.filter_map(&:pid)
+    end
+
+    # Runs the job on every item; results in input order.
+    # @param source [Array, Range, Enumerable, Enumerator, Queue, Proc]
+    # @param options [Hash] chunk_size:, timeout:, on_timeout:, retries:, progress:, start:, finish:
+    # @return [Array]
+    def map(source, **options, &block)
+      call(source, Operations::Map, false, options, block)
+    end
+
+    # @return [Array] like {#map}, with the job called as (item, index)
+    def map_with_index(source, **options, &block)
+      call(source, Operations::Map, true, options, block)
+    end
+
+    # Runs the job on every item for its side effects; keeps no result.
+    # @return [Object] the source
+    def each(source, **options, &block)
+      call(source, Operations::Each, false, options, block)
+    end
+
+    # @return [Object] the source; the job is called as (item, index)
+    def each_with_index(source, **options, &block)
+      call(source, Operations::Each, true, options, block)
+    end
+
+    # @return [Array] results, arrays spliced (Enumerable#flat_map)
+    def flat_map(source, **options, &block)
+      call(source, Operations::FlatMap, false, options, block)
+    end
+
+    # @return [Array] truthy results only (Enumerable#filter_map)
+    def filter_map(source, **options, &block)
+      call(source, Operations::FilterMap, false, options, block)
+    end
+
+    # @return [Boolean] whether the job returned truthy for some item; stops at the first
+    def any?(source, **options, &block)
+      call(source, Operations::Any, false, options, block)
+    end
+
+    # @return [Boolean] whether the job returned truthy for every item; stops at the first falsy
+    def all?(source, **options, &block)
+      call(source, Operations::All, false, options, block)
+    end
+
+    # Stops the workers after their current batch and reaps them: each gets
+    # shutdown_timeout seconds, then TERM, then KILL. Idempotent.
+    def close
+      shutdown(polite: true)
+    end
+
+    # Stops the workers now (TERM, then KILL after shutdown_timeout) and reaps them.
+    def terminate
+      shutdown(polite: false)
+    end
+
+    # @return [Boolean]
+    def closed?
+      @closed ? true : false
+    end
+
+    # @api private — used by {Herd.map} and friends with their own Source
+    def run_source(source, operation, with_index, options)
+      settings = RunSettings.build(**options)
+      @lock.synchronize do
+        @workers.each { |worker| worker.item_timeout = settings.timeout } if kind == :inline
+        Run.new(self, source, operation, settings, with_index: with_index, by_index: !source.resolver.nil?).call
+      end
+    end
+
+    # @api private — the rest is the Run's view of the pool
+    attr_reader :scoreboard
+
+    # @api private
+    def disposable?
+      @disposable
+    end
+
+    # @api private
+    def idle_workers(inflight)
+      @workers.reject { |worker| inflight.key?(worker) }
+    end
+
+    # @api private — items a worker may still take before it is recycled
+    def quota(worker)
+      max = @settings.max_items_per_worker
+      max ? [max - @served[worker.number], 1].max : Float::INFINITY
+    end
+
+    # @api private
+    def served(worker, count)
+      @served[worker.number] += count
+      max = @settings.max_items_per_worker
+      return unless max && @served[worker.number] >= max && @workers[worker.number].equal?(worker)
+
+      worker.stop
+      worker.reap
+      replace(worker)
+    end
+
+    # @api private — a fresh worker in a dead or retired one's place
+    def replace(worker)
+      return if kind == :inline || @closed || !@workers[worker.number].equal?(worker)
+
+      worker.reap
+      @served[worker.number] = 0
+      @scoreboard.idle(worker.number)
+      @scoreboard.cancel(worker.number, false)
+      @workers[worker.number] = spawn(worker.number)
+    end
+
+    # @api private
+    def scoreboard_reset
+      size.times { |slot| @scoreboard.cancel(slot, false) }
+    end
+
+    private
+
+    def call(source_object, operation_class, with_index, options, block)
+      if block
+        raise PoolError, "a pool runs the job it was made with; its workers were forked before this block existed. " \
+          "Give the block to Herd::Pool.new (or job: to Herd::Pool.open), or use Herd.#{caller_locations(1, 1).first.label} for one-off work"
+      end
+      raise PoolError, "this pool is closed; make a new one" if @closed
+      raise PoolError, "a pool serves one call at a time; it cannot be used from its own callbacks" if @lock.owned?
+
+      source = Source.for(source_object)
+      operation = operation_class.new(source, source_object)
+      run_source(source, operation, with_index, options)
+    end
+
+    def start_workers
+      @settings.before_fork&.call
+      prepare_heap if kind == :process
+      size.times { |number| @workers[number] = spawn(number) }
+    end
+
+    def prepare_heap
+      option = @settings.prepare_heap
+      return unless option
+
+      Heap.prepare(**(option.is_a?(Hash) ? option : {}))
+    end
+
+    def spawn(number)
+      siblings = @workers.each_with_index.filter_map { |worker, slot| worker&.io if slot != number }
+      WORKER_CLASSES.fetch(kind).new(number, @setup).start(siblings)
+    end
+
+    def shutdown(polite:)
+      return if @closed || Process.pid != @owner
+
+      @closed = true
+      Registry.delete(self)
+      polite ? @workers.each(&:stop) : @workers.each { |worker| worker.signal(:TERM) }
+      running = wait_for_exit(@workers, @settings.shutdown_timeout)
+      running.each { |worker| worker.signal(:TERM) } if polite
+      running = wait_for_exit(running, 1.0) if polite
+      running.each(&:kill)
+      running.each(&:reap)
+      @scoreboard.free
+    end
+
+    # @return [Array] the workers still running after `seconds`
+    def wait_for_exit(workers, seconds)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+      loop do
+        workers = workers.reject { |worker| worker.reap(wait: false) }
+        return workers if workers.empty? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+        sleep 0.01
+      end
+    end
+  end
+end

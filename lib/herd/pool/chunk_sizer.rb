@@ -1,0 +1,56 @@
+# frozen_string_literal: true
+
+module Herd
+  class Pool
+    # Decides how many items go in the next batch.
+    #
+    # Tiny items must travel in large batches or the round trip dominates
+    # (the parallel gem sends one item per message: 15-23 us each); slow items
+    # must travel in small ones so the last batches don't leave cores idle.
+    # So: start with one item, measure the time per item as seen from the
+    # parent (round trip included), and aim for batches of about
+    # {TARGET_SECONDS}, never more than an even share of what remains.
+    class ChunkSizer
+      TARGET_SECONDS = 0.01
+      MAX = 4096
+
+      # @param fixed [Integer, nil] the user's chunk_size:, used as is
+      # @param total [Integer, nil] items in the source, when known
+      # @param workers [Integer]
+      def initialize(fixed:, total:, workers:)
+        @fixed = fixed
+        @total = total
+        @workers = [workers, 1].max
+        @per_item = nil
+      end
+
+      # @param handed_out [Integer] items dispatched so far
+      # @return [Integer]
+      def next_size(handed_out)
+        return @fixed if @fixed
+
+        size = @per_item ? (TARGET_SECONDS / @per_item).floor : 1
+        size.clamp(1, limit(handed_out))
+      end
+
+      # Learns from a finished batch.
+      def record(items, seconds)
+        return if items.zero?
+
+        sample = seconds / items
+        @per_item = @per_item ? (@per_item * 0.7) + (sample * 0.3) : sample
+      end
+
+      private
+
+      def limit(handed_out)
+        return MAX unless @total
+
+        # Leave about two batches per worker for the tail, so the slowest
+        # batch is a small one.
+        remaining = [@total - handed_out, 1].max
+        (remaining.to_f / (@workers * 2)).ceil.clamp(1, MAX)
+      end
+    end
+  end
+end

@@ -1,0 +1,87 @@
+# frozen_string_literal: true
+
+module Herd
+  class Pool
+    # Herd.map and friends: Enumerable's methods over worker processes, for
+    # one call. Workers are forked after the call starts (so the block and
+    # the source exist in them), read items from their copy-on-write copy of
+    # arrays and ranges (only positions travel), and are reaped before the
+    # call returns — whatever happens.
+    #
+    # Options, besides those of {Pool#initialize} (processes:, threads:,
+    # before_fork:, after_fork:, run_at_exit:, prepare_heap:,
+    # max_items_per_worker:, shutdown_timeout:):
+    # - chunk_size: items per message (default: adaptive)
+    # - timeout: seconds one item may take; its worker is killed and
+    #   {Herd::Timeout} raised (on_timeout: :continue puts the error in the
+    #   item's place and carries on)
+    # - retries: how often an item whose worker died or timed out is retried
+    # - progress: true, a title, or {title:, output:, force:}
+    # - start: / finish: called in the parent with (item, index) / (item, index, result)
+    module Methods
+      # @return [Array] the block's results, in input order
+      def map(source, **options, &block)
+        run_once(source, Operations::Map, false, options, block)
+      end
+
+      # @return [Array] like {#map}; the block gets (item, index)
+      def map_with_index(source, **options, &block)
+        run_once(source, Operations::Map, true, options, block)
+      end
+
+      # @return [Object] the source
+      def each(source, **options, &block)
+        run_once(source, Operations::Each, false, options, block)
+      end
+
+      # @return [Object] the source; the block gets (item, index)
+      def each_with_index(source, **options, &block)
+        run_once(source, Operations::Each, true, options, block)
+      end
+
+      # @return [Array] results with arrays spliced in
+      def flat_map(source, **options, &block)
+        run_once(source, Operations::FlatMap, false, options, block)
+      end
+
+      # @return [Array] truthy results only (nil and false dropped)
+      def filter_map(source, **options, &block)
+        run_once(source, Operations::FilterMap, false, options, block)
+      end
+
+      # @return [Boolean] stops at the first truthy result
+      def any?(source, **options, &block)
+        run_once(source, Operations::Any, false, options, block)
+      end
+
+      # @return [Boolean] stops at the first falsy result
+      def all?(source, **options, &block)
+        run_once(source, Operations::All, false, options, block)
+      end
+
+      # @return [Integer, nil] inside a worker, its number (0...size); nil elsewhere
+      def worker_number
+        Thread.current[:herd_worker_number] || @worker_number
+      end
+
+      # @api private
+      attr_writer :worker_number
+
+      private
+
+      def run_once(source_object, operation_class, with_index, options, block)
+        raise ArgumentError, "Herd.#{caller_locations(1, 1).first.label} needs a block" unless block
+
+        pool_options, run_options = Pool.split_options(options)
+        RunSettings.build(**run_options) # refuse bad options before forking anything
+        source = Source.for(source_object)
+        pool = Pool.disposable(source, block, pool_options)
+        pool.run_source(source, operation_class.new(source, source_object), with_index, run_options)
+      ensure
+        pool&.close
+      end
+    end
+  end
+
+  extend Pool::Methods
+end

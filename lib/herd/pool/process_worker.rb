@@ -1,0 +1,130 @@
+# frozen_string_literal: true
+
+require_relative "../channel"
+require_relative "../linux"
+require_relative "../fork_hook"
+require_relative "process_transport"
+require_relative "worker_loop"
+
+module Herd
+  class Pool
+    # The parent's handle on one worker process.
+    class ProcessWorker
+      # @return [Integer] the worker's number, also its scoreboard slot
+      attr_reader :number
+      # @return [Integer, nil]
+      attr_reader :pid
+
+      # @param number [Integer]
+      # @param setup [WorkerSetup] what every worker of the pool shares
+      def initialize(number, setup)
+        @number = number
+        @setup = setup
+      end
+
+      # Forks the worker. Heap preparation is the pool's job (once, before the
+      # first worker), so this fork skips it.
+      # @param siblings [Array<IO>] parent-side descriptors the child must close,
+      #   or a sibling's death would go unnoticed (its socket kept open by us)
+      def start(siblings)
+        parent_end, child_end = Channel.pair
+        parent_pid = Process.pid
+        @pid = ForkHook.without_heap_preparation do
+          Process.fork do
+            parent_end.close
+            siblings.each { |io| io.close unless io.closed? }
+            serve(child_end, parent_pid)
+          end
+        end
+        child_end.close
+        @channel = parent_end
+        self
+      end
+
+      # @return [IO] readable when results arrive or the worker dies
+      def io
+        @channel.io
+      end
+
+      def send_batch(message)
+        @channel.send_message(message)
+        true
+      rescue Errno::EPIPE, Errno::ECONNRESET, IOError
+        false
+      end
+
+      # @return [Array(Array, Boolean)] messages, and whether the worker is gone
+      def read_ready
+        @channel.read_ready
+      end
+
+      # Asks the worker to finish: it exits after its current batch.
+      def stop
+        @channel.send_message([:stop])
+      rescue Errno::EPIPE, Errno::ECONNRESET, IOError
+        nil
+      ensure
+        @channel.close
+      end
+
+      def signal(name)
+        Process.kill(name, @pid)
+      rescue Errno::ESRCH
+        nil
+      end
+
+      def kill
+        signal(:KILL)
+      end
+
+      # @param wait [Boolean] block until it exits
+      # @return [Process::Status, nil] nil while it runs (wait: false)
+      def reap(wait: true)
+        return @status if @status
+
+        _, status = Process.waitpid2(@pid, wait ? 0 : Process::WNOHANG)
+        return nil unless status
+
+        @channel.close
+        @status = status
+      rescue Errno::ECHILD
+        @status = nil
+        @channel.close
+        :gone
+      end
+
+      def to_s
+        "worker #{@number} (pid #{@pid})"
+      end
+
+      # @return [String] how it ended, for error messages
+      def describe_exit(status)
+        return "its exit status was collected by someone else" unless status.is_a?(Process::Status)
+        return "was killed by SIG#{Signal.signame(status.termsig)}" if status.signaled?
+
+        "exited with status #{status.exitstatus}"
+      end
+
+      private
+
+      def serve(channel, parent_pid)
+        # Die with the parent even if it is SIGKILLed, and catch the race where
+        # it died before the request took effect.
+        Linux.parent_death_signal("KILL")
+        exit!(1) if Process.ppid != parent_pid
+        # Ctrl-C reaches the whole process group; the parent decides what to do.
+        trap("INT", "IGNORE")
+        trap("TERM", "DEFAULT")
+        @setup.enter_worker(@number)
+        WorkerLoop.new(job: @setup.job, transport: ProcessTransport.new(channel), scoreboard: @setup.scoreboard,
+          slot: @number, resolver: @setup.resolver).run
+        @setup.leave_worker(0)
+      rescue SignalException
+        @setup.leave_worker(1)
+      rescue Exception => e # rubocop:disable Lint/RescueException -- report a failed after_fork, then exit
+        ProcessTransport.new(channel).deliver([:results, nil, [[nil, :error, e]], true])
+        @setup.leave_worker(1)
+      end
+    end
+  end
+end

@@ -1,0 +1,268 @@
+# frozen_string_literal: true
+
+require_relative "batch"
+require_relative "chunk_sizer"
+require_relative "error_payload"
+require_relative "../progress"
+
+module Herd
+  class Pool
+    # One call (map, each, any?...) over one source: hands batches to idle
+    # workers, collects results, and turns every failure — an exception, a
+    # dead worker, a stuck item — into an error that says which item and
+    # which worker, or into a retry. One thread, one IO.select, no helper
+    # threads.
+    class Run
+      TICK = 0.05
+
+      # @param pool [Pool]
+      # @param source [Source]
+      # @param operation [#accept, #result]
+      # @param settings [RunSettings]
+      def initialize(pool, source, operation, settings, with_index:, by_index:)
+        @pool = pool
+        @source = source
+        @operation = operation
+        @settings = settings
+        @with_index = with_index
+        @by_index = by_index
+        @id = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+        @chunks = ChunkSizer.new(fixed: settings.chunk_size, total: source.size, workers: pool.size)
+        @inflight = {}
+        @attempts = Hash.new(0)
+        @handed_out = 0
+        @stopping = false
+        @failure = nil
+        @broke = false
+        @next_check = 0.0
+      end
+
+      # @return [Object] the operation's result, or a Break's value
+      def call
+        @progress = Progress.build(@settings.progress, @source.size)
+        @pool.scoreboard_reset
+        until finished?
+          dispatch unless @stopping
+          break if finished?
+
+          wait_for_results
+          supervise
+        end
+        @progress.finish
+        outcome
+      rescue Exception # rubocop:disable Lint/RescueException -- Ctrl-C, TERM, a raising callback: no worker may outlive this
+        @pool.terminate
+        raise
+      end
+
+      private
+
+      def finished?
+        @inflight.empty? && (@stopping || @source.exhausted?)
+      end
+
+      def outcome
+        raise @failure if @failure
+        return @break_value if @broke
+
+        @operation.result
+      end
+
+      def dispatch
+        @pool.idle_workers(@inflight).each do |worker|
+          size = [@chunks.next_size(@handed_out), @pool.quota(worker)].min
+          pairs = @source.take(size)
+          break if pairs.empty?
+
+          send_batch(worker, pairs)
+        end
+      end
+
+      def send_batch(worker, pairs)
+        @handed_out += pairs.size
+        pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
+        indices = pairs.map(&:first)
+        @inflight[worker] = Batch.new(pairs, now, @pool.scoreboard.started(worker.number))
+        message = [:batch, @id, @with_index, !@settings.timeout.nil?, indices, (@by_index ? nil : pairs.map(&:last))]
+        worker.send_batch(message) || worker_died(worker)
+        collect(worker) unless worker.io
+      end
+
+      def wait_for_results
+        ios = @inflight.keys.filter_map(&:io)
+        return sleep(TICK) if ios.empty? && @inflight.empty? # a Queue source, empty for now
+
+        ready = IO.select(ios, nil, nil, TICK)
+        return unless ready
+
+        by_io = @inflight.keys.to_h { |worker| [worker.io, worker] }
+        ready.first.each { |io| collect(by_io.fetch(io)) }
+      end
+
+      def collect(worker)
+        messages, gone = worker.read_ready
+        messages.each { |message| receive(worker, *message) }
+        worker_died(worker) if gone && @inflight.key?(worker)
+      end
+
+      def receive(worker, _kind, run_id, entries, done)
+        if run_id.nil? # the worker failed before its first item (after_fork raised)
+          return fail!(load_error(entries.first[2], worker, nil))
+        end
+        return unless run_id == @id && (batch = @inflight[worker])
+
+        entries.each do |entry|
+          # A timeout or a stop may have taken the batch away mid-message.
+          break unless @inflight[worker].equal?(batch)
+
+          settle(worker, batch, *entry)
+        end
+        finish_batch(worker, batch) if done && @inflight[worker].equal?(batch)
+      end
+
+      def settle(worker, batch, index, status, value)
+        item = batch.pairs[batch.answered]&.last
+        batch.answered += 1
+        case status
+        when :ok then succeed(index, item, value)
+        when :break then stop_with_break(value)
+        when :error then fail!(load_error(value, worker, index))
+        when :unserializable then fail!(unserializable(worker, index, value))
+        when :timeout
+          batch.answered -= 1
+          timed_out(worker, batch, index)
+        end
+      end
+
+      def succeed(index, item, value)
+        @progress.increment
+        @settings.finish&.call(item, index, value)
+        stop! if @operation.accept(index, value) == :stop
+      end
+
+      def finish_batch(worker, batch)
+        @inflight.delete(worker)
+        @chunks.record(batch.size, now - batch.sent_at)
+        @pool.served(worker, batch.answered)
+        @source.retry(batch.unanswered) unless @stopping
+      end
+
+      def worker_died(worker)
+        status = worker.reap
+        batch = @inflight.delete(worker)
+        @pool.replace(worker) unless @stopping && @pool.disposable?
+        return unless batch && !@stopping
+
+        index = @pool.scoreboard.current_item(worker.number) || batch.unanswered.first&.first
+        error = WorkerDied.new(
+          "#{worker} #{worker.describe_exit(status)} while working on item #{index} " \
+          "(#{preview(batch.item(index))}); pass retries: N to retry an item whose worker dies",
+          status: status.is_a?(Process::Status) ? status : nil, index: index, pid: worker.pid,
+          worker_number: worker.number
+        )
+        retry_or(batch, index, error) { fail!(error) }
+      end
+
+      # Every tick: stuck items, and deaths that no EOF reported (a grandchild
+      # of the worker may hold its socket open).
+      def supervise
+        return if now < @next_check
+
+        @next_check = now + TICK
+        @inflight.to_a.each do |worker, batch|
+          next worker_died(worker) if worker.pid && worker.reap(wait: false)
+
+          check_timeout(worker, batch) if @settings.timeout
+        end
+      end
+
+      def check_timeout(worker, batch)
+        started = @pool.scoreboard.started(worker.number)
+        if started != batch.seen_started
+          batch.seen_started = started
+          batch.progress_at = now
+        elsif now - batch.progress_at > @settings.timeout && (index = @pool.scoreboard.current_item(worker.number))
+          timed_out(worker, batch, index)
+        end
+      end
+
+      def timed_out(worker, batch, index)
+        worker.kill
+        worker.reap
+        @inflight.delete(worker)
+        @pool.replace(worker)
+        error = Timeout.new(
+          "item #{index} (#{preview(batch.item(index))}) ran longer than the #{@settings.timeout}s timeout on " \
+          "#{worker}; the worker was killed and replaced",
+          seconds: @settings.timeout, index: index, pid: worker.pid, worker_number: worker.number
+        )
+        retry_or(batch, index, error) do
+          next fail!(error) unless @settings.on_timeout == :continue
+
+          batch.answered += 1 # the stuck item counts as answered, with the error as its result
+          succeed(index, batch.item(index), error)
+          @source.retry(batch.unanswered)
+        end
+      end
+
+      # Hands the unanswered items back when the culprit has retries left.
+      def retry_or(batch, index, error)
+        if @attempts[index] < @settings.retries
+          @attempts[index] += 1
+          @source.retry(batch.unanswered)
+        else
+          yield error
+        end
+      end
+
+      def stop_with_break(value)
+        @broke = true
+        @break_value = value
+        stop!
+      end
+
+      def fail!(error)
+        @failure ||= error
+        stop!
+      end
+
+      # No new batches; workers drop the rest of theirs after the current item.
+      # A disposable pool (Herd.map) kills them instead: nobody needs them.
+      def stop!
+        @stopping = true
+        @inflight.each_key { |worker| @pool.scoreboard.cancel(worker.number) }
+        return unless @pool.disposable?
+
+        @inflight.each_key do |worker|
+          worker.kill
+          worker.reap
+        end
+        @inflight.clear
+      end
+
+      def load_error(value, worker, index)
+        error = value.is_a?(Exception) ? value : ErrorPayload.load(value)
+        where = "(herd) raised in #{worker}#{" on item #{index}" if index}"
+        error.set_backtrace(Array(error.backtrace) + [where]) unless error.frozen?
+        error
+      end
+
+      def unserializable(worker, index, detail)
+        SerializationError.new(
+          "the result of item #{index} could not be sent back from #{worker} (#{detail}); " \
+          "return plain data (strings, numbers, arrays, hashes, Structs) from the block",
+          index: index, pid: worker.pid, worker_number: worker.number
+        )
+      end
+
+      def preview(item)
+        text = item.inspect
+        (text.length > 80) ? "#{text[0, 77]}..." : text
+      end
+
+      def now
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+    end
+  end
+end

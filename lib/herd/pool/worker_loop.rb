@@ -1,0 +1,90 @@
+# frozen_string_literal: true
+
+require "timeout"
+require_relative "errors"
+require_relative "error_payload"
+
+module Herd
+  class Pool
+    # What a worker does, whatever it is (process, thread or the caller
+    # itself): take a batch, run the job on each item, send the results back.
+    #
+    # Messages in: `[:batch, run_id, with_index, flush_each, indices, items]`
+    # (indices alone when the worker can read the items from its own copy of
+    # the source) and `[:stop]`. Out: `[:results, run_id, entries, done]`, an
+    # entry being `[index, status, value]` with status :ok, :error, :break or
+    # :unserializable.
+    class WorkerLoop
+      TIMEOUT_MESSAGE = "herd item timeout"
+      # @param job [#call] the pool's job, called with (item) or (item, index)
+      # @param transport [#receive, #deliver]
+      # @param scoreboard [Scoreboard]
+      # @param slot [Integer] this worker's place on the scoreboard
+      # @param resolver [#call, nil] index -> item, when items travel as indices
+      # @param item_timeout [Numeric, nil] enforce timeouts here (inline runs only)
+      def initialize(job:, transport:, scoreboard:, slot:, resolver: nil, item_timeout: nil)
+        @job = job
+        @transport = transport
+        @scoreboard = scoreboard
+        @slot = slot
+        @resolver = resolver
+        @item_timeout = item_timeout
+      end
+
+      # Serves batches until told to stop or the parent goes away.
+      def run
+        while (message = @transport.receive)
+          break if message.first == :stop
+
+          run_batch(*message.drop(1))
+        end
+      end
+
+      # @api private
+      def run_batch(run_id, with_index, flush_each, indices, items)
+        items ||= indices.map { |index| @resolver.call(index) }
+        entries = []
+        indices.each_with_index do |index, position|
+          break if @scoreboard.cancelled?(@slot)
+
+          @scoreboard.start_item(@slot, index)
+          entry = run_item(items[position], index, with_index)
+          entries << entry
+          break unless entry[1] == :ok
+
+          if flush_each
+            @transport.deliver([:results, run_id, entries, false])
+            entries = []
+          end
+        end
+      ensure
+        @scoreboard.idle(@slot)
+        @transport.deliver([:results, run_id, entries, true]) if entries
+      end
+
+      private
+
+      def run_item(item, index, with_index)
+        value = call_job(item, index, with_index)
+        [index, :ok, value]
+      rescue Break => e
+        [index, :break, e.value]
+      rescue ::Timeout::Error => e
+        raise unless @item_timeout && e.message == TIMEOUT_MESSAGE
+
+        [index, :timeout, nil]
+      rescue SystemExit, SignalException
+        raise
+      rescue Exception => e # rubocop:disable Lint/RescueException -- any failure of the job belongs to the caller
+        [index, :error, e]
+      end
+
+      def call_job(item, index, with_index)
+        args = with_index ? [item, index] : [item]
+        return @job.call(*args) unless @item_timeout
+
+        ::Timeout.timeout(@item_timeout, ::Timeout::Error, TIMEOUT_MESSAGE) { @job.call(*args) }
+      end
+    end
+  end
+end

@@ -1,0 +1,33 @@
+# frozen_string_literal: true
+
+module Herd
+  class Pool
+    # What every worker of one pool shares: the job, where items come from,
+    # the scoreboard, and what to run when a worker starts and ends.
+    class WorkerSetup
+      attr_reader :job, :resolver, :scoreboard
+
+      # @param after_fork [#call, nil] run in each new worker with its number
+      # @param run_at_exit [Boolean] let worker processes run at_exit hooks
+      def initialize(job:, scoreboard:, resolver: nil, after_fork: nil, run_at_exit: false)
+        @job = job
+        @scoreboard = scoreboard
+        @resolver = resolver
+        @after_fork = after_fork
+        @run_at_exit = run_at_exit
+      end
+
+      # In a new worker process: who am I, and the user's after_fork.
+      def enter_worker(number)
+        Herd.worker_number = number
+        @after_fork&.call(number)
+      end
+
+      # Ends a worker process. exit! by default: the parent's at_exit hooks
+      # (test runners, loggers, tempfile cleanup) must not run once per worker.
+      def leave_worker(status)
+        @run_at_exit ? exit(status) : exit!(status)
+      end
+    end
+  end
+end

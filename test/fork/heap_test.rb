@@ -1,0 +1,86 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+class HeapTest < Herd::Test
+  def test_prepare_promotes_young_objects_to_old
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      GC.disable # allocate without GC so that the objects stay young
+      $keep = Array.new(200_000) { |i| [i] }
+      GC.enable
+      report = Herd::Heap.prepare(warmup: false)
+      again = Herd::Heap.prepare(warmup: false)
+      p [report.strategy, report.gc_runs, report.young_before, report.young_after, report.old_after > report.old_before,
+         again.strategy, again.gc_runs]
+    RUBY
+    assert status.success?, err
+    strategy, runs, young_before, young_after, old_grew, again_strategy, again_runs = eval(out) # standard:disable Security/Eval
+    assert_equal :promote, strategy
+    assert_operator runs, :>=, 1
+    assert_operator young_before, :>, 200_000
+    assert_operator young_after, :<, young_before / 50
+    assert old_grew
+    assert_equal :none, again_strategy, "an already-old heap needs no GC"
+    assert_equal 0, again_runs
+  end
+
+  def test_prepare_respects_the_gc_run_cap
+    report = Herd::Heap.prepare(warmup: false, max_gc_runs: 0)
+    assert_equal 0, report.gc_runs
+  end
+
+  def test_prepare_leaves_a_disabled_gc_disabled
+    GC.disable
+    Herd::Heap.prepare(warmup: false)
+    assert GC.disable, "GC should still be disabled"
+  ensure
+    GC.enable
+  end
+
+  def test_compaction_is_optional_and_reported
+    skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
+    assert Herd::Heap.prepare(warmup: false, compact: true).compacted
+    refute Herd::Heap.prepare(warmup: false).compacted
+  end
+
+  def test_report_reads_as_one_log_line
+    line = Herd::Heap.prepare(warmup: false).to_s
+    assert_match(/\Aheap prepared \((none|promote)\): \d+ GC runs, young \d+ -> \d+, old \d+ -> \d+, [\d.]+ ms\z/, line)
+  end
+
+  def test_census_counts_live_old_and_young
+    counts = Herd::Heap.census
+    assert_equal %i[live old young], counts.keys.sort
+    assert_operator counts[:live], :>=, counts[:old]
+  end
+
+  # The point of it all: after herd's fork, a GC in the child dirties far
+  # fewer pages than after a plain fork.
+  def test_a_gc_in_the_child_copies_far_less_after_herds_fork
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd/fork"
+      require "herd/memory"
+      $keep = Array.new(600_000) { |i| [i, i.to_s] }
+      def dirtied_by_child_gc(**options)
+        reader, writer = IO.pipe
+        pid = fork(**options) do
+          GC.start
+          writer.write(Herd::Memory.sample.private_dirty.to_s)
+          exit!(0)
+        end
+        writer.close
+        reader.read.to_i
+      ensure
+        Process.wait(pid)
+      end
+      plain = dirtied_by_child_gc(cow_friendly: false)
+      herd = dirtied_by_child_gc
+      puts "\#{plain} \#{herd}"
+    RUBY
+    assert status.success?, err
+    plain, herd = out.split.map(&:to_i)
+    assert_operator plain, :>, 20 * 1024 * 1024, "a plain fork's child should copy tens of MB (got #{plain})"
+    assert_operator herd * 4, :<, plain, "herd's child dirtied #{herd} bytes vs #{plain} after a plain fork"
+  end
+end
