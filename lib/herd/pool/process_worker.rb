@@ -29,11 +29,20 @@ module Herd
       def start(siblings)
         parent_end, child_end = Channel.pair
         parent_pid = Process.pid
-        @pid = ForkHook.without_heap_preparation do
-          Process.fork do
-            parent_end.close
-            siblings.each { |io| io.close unless io.closed? }
-            serve(child_end, parent_pid)
+        # A signal landing in the child before its handlers are set would raise
+        # out of Process.fork and run the parent's code in the child: defer
+        # every interrupt until the child is inside #serve.
+        @pid = Thread.handle_interrupt(Object => :never) do
+          ForkHook.without_heap_preparation do
+            Process.fork do
+              Thread.handle_interrupt(Object => :immediate) do
+                parent_end.close
+                siblings.each { |io| io.close unless io.closed? }
+                serve(child_end, parent_pid)
+              end
+            rescue Exception # rubocop:disable Lint/RescueException -- nothing may escape a worker
+              exit!(1)
+            end
           end
         end
         child_end.close

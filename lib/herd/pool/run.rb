@@ -96,7 +96,10 @@ module Herd
         return unless ready
 
         by_io = @inflight.keys.to_h { |worker| [worker.io, worker] }
-        ready.first.each { |io| collect(by_io.fetch(io)) }
+        ready.first.each do |io|
+          worker = by_io.fetch(io)
+          collect(worker) if @inflight.key?(worker) # an earlier one may have stopped the run
+        end
       end
 
       def collect(worker)
@@ -156,7 +159,7 @@ module Herd
         index = @pool.scoreboard.current_item(worker.number) || batch.unanswered.first&.first
         error = WorkerDied.new(
           "#{worker} #{worker.describe_exit(status)} while working on item #{index} " \
-          "(#{preview(batch.item(index))}); pass retries: N to retry an item whose worker dies",
+          "(#{preview(batch.item(index))})#{retry_advice(index)}",
           status: status.is_a?(Process::Status) ? status : nil, index: index, pid: worker.pid,
           worker_number: worker.number
         )
@@ -213,6 +216,12 @@ module Herd
         else
           yield error
         end
+      end
+
+      def retry_advice(index)
+        return "; pass retries: N to retry an item whose worker dies" if @settings.retries.zero?
+
+        " after #{@attempts[index]} #{(@attempts[index] == 1) ? "retry" : "retries"}"
       end
 
       def stop_with_break(value)

@@ -63,6 +63,8 @@ module Herd
       end
 
       def read_ready
+        return [[], true] if @io.closed?
+
         @io.read_nonblock(4096, exception: false)
         messages = []
         messages << @outbox.pop until @outbox.empty?
