@@ -97,7 +97,7 @@ ratio = ->(value) { (value && plain&.positive?) ? value.fdiv(plain) : nil }
 
 rows = VARIANTS.map do |variant|
   result = results[variant]
-  next [variant, "#{variant}: #{result[:unavailable]}", "", "", "", "", "", ""] if result[:unavailable]
+  next [variant, "#{variant}: #{result[:unavailable]}", *[""] * 7] if result[:unavailable]
 
   s = result[:summary]
   pd = s[:child_private_dirty]
@@ -110,13 +110,14 @@ rows = VARIANTS.map do |variant|
     "#{ms(s[:first_fork_latency][:median])} (#{s[:first_fork_gc_runs][:median]} GCs)",
     ms(s[:later_fork_latency][:median]),
     ms(s[:child_gc_time][:median]),
-    mb(s[:parent_rss][:median])
+    mb(s[:parent_rss][:median]),
+    format("%.2f", s[:young_before_fork][:median] / 1e6)
   ]
 end
 table = Bench::Report.markdown_table(
   ["variant", "child Private_Dirty after its GC, MB: median (min–max)", "vs plain",
     "child Private_Dirty before GC, MB", "1st fork: parent's prepare + fork, ms (GCs run)",
-    "later forks, ms", "child GC.start, ms", "parent RSS, MB"],
+    "later forks, ms", "child GC.start, ms", "parent RSS, MB", "young objects at fork, M"],
   rows
 )
 
@@ -125,7 +126,11 @@ verdict = if herd_ratio
   format("herd's child copies %.1f%% of what a plain fork's child copies: target < %d%% %s.",
     herd_ratio * 100, TARGET * 100, (herd_ratio < TARGET) ? "met" : "NOT met")
 else
-  "no herd figure"
+  "No herd figure."
+end
+prepared = VARIANTS.filter_map do |variant|
+  line = results.dig(variant, :summary, :prepare)
+  "- #{variant}: #{line}" if line
 end
 
 breakdown_md = ""
@@ -134,42 +139,56 @@ unless breakdown.empty?
   brows = breakdown.map do |variant, b|
     [variant, mb(b[:private_dirty], 2), *kinds.map { |kind| mb(b[kind].to_i, 2) }]
   end
-  sample = breakdown.values.first
+  one = breakdown.values.first
+  floor = one[:heap_pages] * one[:struct_size]
+  notes = []
+  if (b = breakdown["herd"]) && (base = breakdown["plain"]) && base[:object_heap].to_i.positive?
+    notes << format("Object heap pages copied: herd %.2f MB, plain %.2f MB (%.2f%%).",
+      b[:object_heap].to_i / MB, base[:object_heap] / MB, 100.0 * b[:object_heap].to_i / base[:object_heap])
+  end
+  if plain
+    notes << format("Any GC in a child writes every page's `struct heap_page` (%d × %d bytes = %.1f MB, %.1f%% " \
+      "of plain's median): no heap preparation can avoid that copy.", one[:heap_pages], one[:struct_size],
+      floor / MB, 100.0 * floor / plain)
+  end
   breakdown_md = <<~MD
 
-    ## Where the child's private pages are (one extra run per variant)
+    ## Where the child's private pages are
 
-    Pages mapped by the child only after its GC.start (/proc/self/pagemap bit 56), by what
-    they hold: the object heap (#{sample[:heap_pages]} heap pages of #{sample[:heap_page_size] / 1024} KiB),
-    the GC's per-page metadata (`struct heap_page`, ~#{sample[:struct_size]} bytes each: mark,
-    uncollectible, marking, pinned and write-barrier bitmaps, malloc'd apart from the pages), other
-    anonymous memory (malloc, mark stack, this measurement's own buffers), and everything else
-    (stacks, libraries' data). MB.
+    One more run per variant, one child: the pages only the child maps after its `GC.start`
+    (/proc/self/pagemap bit 56), by what they hold, in MB. *Object heap*: the #{one[:heap_pages]} heap pages of
+    #{one[:heap_page_size] / 1024} KiB that hold the objects. *GC page metadata*: the malloc'd `struct heap_page`
+    of each (~#{one[:struct_size]} bytes: free list, counters, and the mark, uncollectible, marking, pinned and
+    write-barrier bitmaps). *Other anonymous*: the rest of malloc and anonymous memory (mark stack, freed
+    buffers, this measurement's own). *Other mappings*: stacks, libraries' data.
 
     #{Bench::Report.markdown_table(["variant", "Private_Dirty", "object heap", "GC page metadata", "other anonymous", "other mappings"], brows)}
+    #{notes.join("\n")}
   MD
 end
 
 env = Bench::Report.environment(Bench::Report.command_line($PROGRAM_NAME, ARGV))
-runs = results.dig("plain", :runs)&.first
+run = results.dig("plain", :runs)&.first
 markdown = <<~MD
   # nakayoshi_fork's test on today's Ruby
 
   #{Bench::Report.environment_markdown(env)}
-  The seed's heap: `make_obj(21)`, #{runs ? runs[:objects_created] : "~4.2M"} small arrays, about half of them
-  still young at fork time. #{CHILDREN} children per run, each runs one `GC.start` and reports its
-  Private_Dirty (#{runs ? runs[:memory_reader] : "smaps_rollup"}). #{options[:reps]} runs per variant, each in a
-  fresh Ruby; child figures pooled over all runs (#{options[:reps] * CHILDREN} children per variant).
-  Fork times are the parent's, around the fork call: heap preparation plus fork(2).
+  The seed's heap: `make_obj(21)`, #{run ? run[:objects_created] : "~4.2M"} small arrays, about half of them
+  still young when the first fork comes. #{CHILDREN} children per run; each runs one `GC.start` and reports its
+  Private_Dirty (read with #{run ? run[:memory_reader] : "smaps_rollup"}). #{options[:reps]} runs per variant, each in
+  a fresh Ruby; child figures pooled over all runs (#{options[:reps] * CHILDREN} children per variant). Fork times
+  are the parent's, around the fork call: heap preparation plus fork(2).
 
   #{table}
   #{verdict}
-  #{"\nherd's first fork: #{results.dig("herd", :summary, :prepare)}." if results.dig("herd", :summary, :prepare)}
+
+  Heap preparation in the first fork of the first run:
+  #{prepared.empty? ? "- none" : prepared.join("\n")}
   #{breakdown_md}
 MD
 
-data = {environment: env, reps: options[:reps], target_ratio: TARGET, herd_ratio: herd_ratio,
-        variants: results, breakdown: breakdown}
-paths = Bench::Report.write("nakayoshi", markdown: markdown, data: data)
+data = {environment: env, reps: options[:reps], children_per_run: CHILDREN, target_ratio: TARGET,
+        herd_ratio: herd_ratio, variants: results, breakdown: breakdown}
+paths = Bench::Report.write("nakayoshi", markdown: markdown.gsub(/\n{3,}/, "\n\n"), data: data)
 puts markdown
 warn "wrote #{paths.join(" and ")}"

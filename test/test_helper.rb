@@ -24,7 +24,7 @@ module Herd
     end
 
     def run
-      Timeout.timeout(self.class.test_timeout, TestTimeout, "#{self.class}##{name} ran past #{self.class.test_timeout}s") { super }
+      ::Timeout.timeout(self.class.test_timeout, TestTimeout, "#{self.class}##{name} ran past #{self.class.test_timeout}s") { super }
     end
 
     # Runs Ruby code in a fresh interpreter with lib/ on the load path.

@@ -16,6 +16,10 @@ variant = ARGV.fetch(0)
 mode = ARGV.fetch(1, "measure")
 abort "unknown variant #{variant.inspect} (#{VARIANTS.join(", ")})" unless VARIANTS.include?(variant)
 
+# Every variant loads the same code (herd's, without its fork hook), so that
+# the GC runs at the same moments while the heap is built and leaves the
+# same objects young: the plain fork's copy depends on that.
+require "herd"
 begin
   require "herd/memory"
 rescue LoadError

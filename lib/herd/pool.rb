@@ -165,7 +165,7 @@ module Herd
       settings = RunSettings.build(**options)
       @lock.synchronize do
         @workers.each { |worker| worker.item_timeout = settings.timeout } if kind == :inline
-        Run.new(self, source, operation, settings, with_index: with_index, by_index: !source.resolver.nil?).call
+        Run.new(self, source, operation, settings, with_index: with_index, by_index: shares_memory_with?(source)).call
       end
     end
 
@@ -216,6 +216,12 @@ module Herd
     end
 
     private
+
+    # Only positions need to travel when the workers were forked with this
+    # very source in memory (Herd.map and friends).
+    def shares_memory_with?(source)
+      !source.resolver.nil? && source.resolver.equal?(@setup.resolver)
+    end
 
     def call(source_object, operation_class, with_index, options, block)
       if block

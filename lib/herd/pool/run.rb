@@ -39,6 +39,13 @@ module Herd
 
       # @return [Object] the operation's result, or a Break's value
       def call
+        drive
+        outcome
+      end
+
+      private
+
+      def drive
         @progress = Progress.build(@settings.progress, @source.size)
         @pool.scoreboard_reset
         until finished?
@@ -49,13 +56,10 @@ module Herd
           supervise
         end
         @progress.finish
-        outcome
       rescue Exception # rubocop:disable Lint/RescueException -- Ctrl-C, TERM, a raising callback: no worker may outlive this
         @pool.terminate
         raise
       end
-
-      private
 
       def finished?
         @inflight.empty? && (@stopping || @source.exhausted?)
@@ -151,6 +155,10 @@ module Herd
       end
 
       def worker_died(worker)
+        # What it sent before dying (results, or why it could not start)
+        # explains more than its exit status does.
+        messages, = worker.read_ready
+        messages.each { |message| receive(worker, *message) }
         status = worker.reap
         batch = @inflight.delete(worker)
         @pool.replace(worker) unless @stopping && @pool.disposable?
