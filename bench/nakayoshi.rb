@@ -177,7 +177,7 @@ markdown = <<~MD
   still young when the first fork comes. #{CHILDREN} children per run; each runs one `GC.start` and reports its
   Private_Dirty (read with #{run ? run[:memory_reader] : "smaps_rollup"}). #{options[:reps]} runs per variant, each in
   a fresh Ruby; child figures pooled over all runs (#{options[:reps] * CHILDREN} children per variant). Fork times
-  are the parent's, around the fork call: heap preparation plus fork(2).
+  are the parent's, around the fork call: heap preparation plus fork(2). MB here are 2^20 bytes.
 
   #{table}
   #{verdict}

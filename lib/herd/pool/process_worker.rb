@@ -40,6 +40,8 @@ module Herd
                 siblings.each { |io| io.close unless io.closed? }
                 serve(child_end, parent_pid)
               end
+            rescue SystemExit
+              raise # run_at_exit: true asked for a normal exit
             rescue Exception # rubocop:disable Lint/RescueException -- nothing may escape a worker
               exit!(1)
             end
@@ -117,22 +119,28 @@ module Herd
       private
 
       def serve(channel, parent_pid)
+        @setup.leave_worker(work(channel, parent_pid))
+      end
+
+      # @return [Integer] the exit status
+      def work(channel, parent_pid)
         # Die with the parent even if it is SIGKILLed, and catch the race where
         # it died before the request took effect.
         Linux.parent_death_signal("KILL")
-        exit!(1) if Process.ppid != parent_pid
+        return 1 if Process.ppid != parent_pid
+
         # Ctrl-C reaches the whole process group; the parent decides what to do.
         trap("INT", "IGNORE")
         trap("TERM", "DEFAULT")
         @setup.enter_worker(@number)
         WorkerLoop.new(job: @setup.job, transport: ProcessTransport.new(channel), scoreboard: @setup.scoreboard,
           slot: @number, resolver: @setup.resolver).run
-        @setup.leave_worker(0)
+        0
       rescue SignalException
-        @setup.leave_worker(1)
+        1
       rescue Exception => e # rubocop:disable Lint/RescueException -- report a failed after_fork, then exit
         ProcessTransport.new(channel).deliver([:results, nil, [[nil, :error, e]], true])
-        @setup.leave_worker(1)
+        1
       end
     end
   end

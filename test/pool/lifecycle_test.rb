@@ -1,0 +1,156 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+class PoolLifecycleTest < Herd::Test
+  # A parent script that announces its workers' pids on stdout and then waits
+  # inside a map that never ends.
+  STUCK_PARENT = <<~RUBY
+    require "herd"
+    $stdout.sync = true
+    trap_mode = ARGV[0]
+    begin
+      Herd.map(1..4, processes: 2, chunk_size: 1, shutdown_timeout: 1,
+        start: ->(_, index) { puts "started \#{index}" if index == 1 }) do |i|
+        puts "worker \#{Process.pid}"
+        sleep
+      end
+    rescue Interrupt, SignalException => e
+      children = Dir["/proc/\#{Process.pid}/task/*/children"].flat_map { |f| File.read(f).split }
+      puts "rescued \#{e.class} children=[\#{children.join(",")}]"
+      raise
+    end
+  RUBY
+
+  def spawn_stuck_parent
+    reader, writer = IO.pipe
+    pid = Process.spawn(RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", STUCK_PARENT, out: writer, err: File::NULL)
+    writer.close
+    workers = []
+    until workers.size == 2
+      line = reader.gets or flunk("the parent script ended early")
+      workers << Integer(line.split.last) if line.start_with?("worker")
+    end
+    [pid, workers, reader]
+  end
+
+  def assert_gone(pids)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    pids.each do |pid|
+      while alive?(pid)
+        flunk "process #{pid} is still alive" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        sleep 0.02
+      end
+    end
+  end
+
+  # Alive and not a zombie.
+  def alive?(pid)
+    File.read("/proc/#{pid}/stat").split(") ").last.split.first != "Z"
+  rescue Errno::ENOENT, Errno::ESRCH
+    false
+  end
+
+  {"INT" => "Interrupt", "TERM" => "SignalException"}.each do |signal, error|
+    define_method("test_#{signal}_in_the_parent_stops_and_reaps_every_worker") do
+      pid, workers, reader = spawn_stuck_parent
+      Process.kill(signal, pid)
+      rescued = reader.each_line.find { |line| line.start_with?("rescued") }
+      assert_equal "rescued #{error} children=[]", rescued&.chomp, "every worker reaped before re-raising"
+      _, status = Process.wait2(pid)
+      pid = nil
+      refute status.success?
+      assert_gone(workers)
+    ensure
+      Process.kill(:KILL, pid) if pid
+      Process.wait(pid) if pid
+      reader&.close
+    end
+  end
+
+  def test_sigkill_of_the_parent_leaves_no_worker_behind
+    pid, workers, reader = spawn_stuck_parent
+    Process.kill(:KILL, pid)
+    Process.wait(pid)
+    pid = nil
+    assert_gone(workers)
+  ensure
+    Process.kill(:KILL, pid) if pid
+    Process.wait(pid) if pid
+    reader&.close
+  end
+
+  def test_workers_do_not_run_the_parents_at_exit_hooks_unless_asked
+    code = <<~RUBY
+      require "herd"
+      $stdout.sync = true
+      at_exit { puts "at_exit in \#{Process.pid == $parent ? "parent" : "worker"}" }
+      $parent = Process.pid
+      Herd.map(1..4, processes: 2, run_at_exit: ARGV[0] == "run") { |i| i }
+    RUBY
+    out, err, = ruby_run(code, "skip")
+    assert_equal ["at_exit in parent"], out.lines(chomp: true), err
+    out, = ruby_run(code, "run")
+    assert_equal 2, out.lines.count("at_exit in worker\n")
+  end
+
+  def test_a_pool_keeps_its_workers_between_calls
+    Herd::Pool.open(processes: 2, job: ->(i) { [i, Process.pid] }) do |pool|
+      first = pool.map(1..10, chunk_size: 1).map(&:last).uniq.sort
+      second = pool.map(11..20, chunk_size: 1).map(&:last).uniq.sort
+      assert_equal pool.pids.sort, (first | second).sort
+      assert_equal 2, pool.size
+    end
+  end
+
+  def test_a_pool_refuses_blocks_and_use_after_close
+    pool = Herd::Pool.new(processes: 1) { |i| i }
+    error = assert_raises(Herd::PoolError) { pool.map([1]) { |i| i } }
+    assert_match(/forked before this block existed/, error.message)
+    pids = pool.pids
+    pool.close
+    assert pool.closed?
+    assert_raises(Herd::PoolError) { pool.map([1]) }
+    pids.each { |pid| assert_raises(Errno::ECHILD) { Process.waitpid(pid, Process::WNOHANG) } }
+  end
+
+  def test_a_pool_needs_a_job
+    assert_raises(ArgumentError) { Herd::Pool.new(processes: 1) }
+  end
+
+  def test_max_items_per_worker_recycles_workers
+    pids = Herd.map(1..9, processes: 1, max_items_per_worker: 3, chunk_size: 1) { Process.pid }
+    assert_equal 3, pids.uniq.size
+    assert_equal [3, 3, 3], pids.chunk_while { |a, b| a == b }.map(&:size)
+  end
+
+  def test_before_fork_runs_once_in_the_parent_and_after_fork_in_each_worker
+    before = []
+    numbers = Herd.map(1..10, processes: 2, chunk_size: 1,
+      before_fork: -> { before << Process.pid },
+      after_fork: ->(number) { $herd_test_worker = number }) { $herd_test_worker }
+    assert_equal [Process.pid], before
+    assert_equal [0, 1], numbers.uniq.sort
+  end
+
+  def test_the_heap_is_prepared_once_before_the_workers_fork
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      calls = 0
+      Herd::Heap.singleton_class.prepend(Module.new { define_method(:prepare) { |**o| calls += 1; super(**o) } })
+      Herd.map(1..10, processes: 2) { |i| i }
+      Herd.map(1..10, processes: 2, prepare_heap: false) { |i| i }
+      print calls
+    RUBY
+    assert status.success?, err
+    assert_equal "1", out
+  end
+
+  def test_threads_pool
+    Herd::Pool.open(threads: 3, job: ->(i) { [i * 2, Thread.current.object_id] }) do |pool|
+      results = pool.map(1..30, chunk_size: 1)
+      assert_equal (1..30).map { |i| i * 2 }, results.map(&:first)
+      assert_empty pool.pids
+    end
+  end
+end
