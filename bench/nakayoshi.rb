@@ -135,34 +135,41 @@ end
 
 breakdown_md = ""
 unless breakdown.empty?
-  kinds = %i[object_heap gc_page_metadata other_anonymous other_mappings]
-  brows = breakdown.map do |variant, b|
-    [variant, mb(b[:private_dirty], 2), *kinds.map { |kind| mb(b[kind].to_i, 2) }]
+  kinds = %i[private_dirty object_heap gc_page_metadata other_anonymous other_mappings]
+  # What the GC wrote: with_gc minus without_gc, per kind.
+  added = breakdown.transform_values do |b|
+    kinds.to_h { |kind| [kind, b[:with_gc][kind].to_i - b[:without_gc][kind].to_i] }
   end
-  one = breakdown.values.first
+  brows = added.map do |variant, a|
+    [variant, mb(breakdown[variant][:with_gc][:private_dirty], 2), *kinds.map { |kind| mb(a[kind], 2) }]
+  end
+  one = breakdown.values.first[:with_gc]
   floor = one[:heap_pages] * one[:struct_size]
   notes = []
-  if (b = breakdown["herd"]) && (base = breakdown["plain"]) && base[:object_heap].to_i.positive?
-    notes << format("Object heap pages copied: herd %.2f MB, plain %.2f MB (%.2f%%).",
-      b[:object_heap].to_i / MB, base[:object_heap] / MB, 100.0 * b[:object_heap].to_i / base[:object_heap])
+  if (herd = added["herd"]) && (base = added["plain"]) && base[:object_heap].positive?
+    notes << format("Object heap pages the GC copied: herd %.2f MB, plain %.2f MB (%.2f%%).",
+      herd[:object_heap] / MB, base[:object_heap] / MB, 100.0 * herd[:object_heap] / base[:object_heap])
   end
   if plain
     notes << format("Any GC in a child writes every page's `struct heap_page` (%d × %d bytes = %.1f MB, %.1f%% " \
-      "of plain's median): no heap preparation can avoid that copy.", one[:heap_pages], one[:struct_size],
+      "of plain's median): no heap preparation avoids that copy.", one[:heap_pages], one[:struct_size],
       floor / MB, 100.0 * floor / plain)
   end
   breakdown_md = <<~MD
 
-    ## Where the child's private pages are
+    ## What the child's GC copies
 
-    One more run per variant, one child: the pages only the child maps after its `GC.start`
-    (/proc/self/pagemap bit 56), by what they hold, in MB. *Object heap*: the #{one[:heap_pages]} heap pages of
-    #{one[:heap_page_size] / 1024} KiB that hold the objects. *GC page metadata*: the malloc'd `struct heap_page`
-    of each (~#{one[:struct_size]} bytes: free list, counters, and the mark, uncollectible, marking, pinned and
-    write-barrier bitmaps). *Other anonymous*: the rest of malloc and anonymous memory (mark stack, freed
-    buffers, this measurement's own). *Other mappings*: stacks, libraries' data.
+    One more run per variant with two children measured the same way, one after `GC.start` and one
+    without a GC: the pages only the child maps (/proc/self/pagemap bit 56), by what they hold. The
+    columns after the first are the difference, what the GC wrote, net of the measurement's own
+    allocations; MB. *Object heap*: the #{one[:heap_pages]} heap pages of #{one[:heap_page_size] / 1024} KiB that
+    hold the objects. *GC page metadata*: the malloc'd `struct heap_page` of each (~#{one[:struct_size]} bytes:
+    free list, counters, and the mark, uncollectible, marking, pinned and write-barrier bitmaps). *Other
+    anonymous*: the rest of malloc and anonymous memory (mark stack, GC bookkeeping). *Other mappings*:
+    stacks, libraries' data.
 
-    #{Bench::Report.markdown_table(["variant", "Private_Dirty", "object heap", "GC page metadata", "other anonymous", "other mappings"], brows)}
+    #{Bench::Report.markdown_table(["variant", "Private_Dirty after GC", "added by the GC", "object heap",
+      "GC page metadata", "other anonymous", "other mappings"], brows)}
     #{notes.join("\n")}
   MD
 end

@@ -102,17 +102,21 @@ if mode == "breakdown"
   layout = Breakdown.heap_layout
   pid, first = timed_fork(variant) { exit!(0) }
   wait_ok(pid)
-  reader, writer = IO.pipe
-  pid, = timed_fork(variant) do
-    reader.close
-    GC.start
-    writer.write(JSON.generate(Breakdown.classify(layout)))
+  # Two children measured the same way, one without a GC: the difference is
+  # what the GC wrote, net of the measurement's own allocations.
+  pipes = {without_gc: IO.pipe, with_gc: IO.pipe}
+  pids = pipes.map do |name, (reader, writer)|
+    pid, = timed_fork(variant) do
+      GC.disable
+      GC.start if name == :with_gc
+      writer.write(JSON.generate(Breakdown.classify(layout)))
+      exit!(0)
+    end
     writer.close
-    exit!(0)
+    pid
   end
-  writer.close
-  result = JSON.parse(reader.read, symbolize_names: true)
-  wait_ok(pid)
+  result = pipes.transform_values { |(reader, _)| JSON.parse(reader.read, symbolize_names: true) }
+  pids.each { |pid| wait_ok(pid) }
   puts JSON.generate(variant: variant, first_fork: first, parent_rss: parent_rss, **result)
   exit
 end

@@ -46,7 +46,7 @@ module Herd
 
         begin
           @buffer << @io.readpartial(READ_SIZE)
-        rescue EOFError, Errno::ECONNRESET, IOError
+        rescue Errno::ECONNRESET, IOError # EOFError is an IOError
           return nil
         end
       end

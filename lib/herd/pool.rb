@@ -53,8 +53,8 @@ module Herd
       def disposable(source, job, options)
         size = options[:threads] || options.fetch(:processes) { CPU.count }
         size = [size, source.size].min.clamp(1, nil) if source.size && size.is_a?(Integer) && size.positive?
-        size_key = options.key?(:threads) ? :threads : :processes
-        new(**options, size_key => size, resolver: source.resolver, disposable: true, &job)
+        sized = options.merge((options.key?(:threads) ? :threads : :processes) => size)
+        new(**sized, resolver: source.resolver, disposable: true, &job)
       end
     end
 

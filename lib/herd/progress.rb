@@ -26,7 +26,8 @@ module Herd
       settings = option.is_a?(Hash) ? option : {}
       title = option.is_a?(String) ? option : settings.fetch(:title, "herd")
       output = settings.fetch(:output, $stderr)
-      return Null.new unless settings[:force] || (output.respond_to?(:tty?) && output.tty?)
+      terminal = output.respond_to?(:tty?) && output.tty?
+      return Null.new unless terminal || settings[:force]
 
       require "ruby-progressbar"
       ProgressBar.create(title: title, total: total, output: output,

@@ -59,9 +59,9 @@ class ForkHookTest < Herd::Test
   end
 
   def test_the_child_runs_after_fork_child_callbacks_in_order
-    Herd.after_fork_child { $herd_test_order = [:first] }
-    Herd.after_fork_child { $herd_test_order << :second }
-    assert_equal [:first, :second], in_child { $herd_test_order }
+    Herd.after_fork_child { Thread.current[:herd_test_order] = [:first] }
+    Herd.after_fork_child { Thread.current[:herd_test_order] << :second }
+    assert_equal [:first, :second], in_child { Thread.current[:herd_test_order] }
   end
 
   def test_opt_out_does_not_leak_into_forks_made_by_the_child

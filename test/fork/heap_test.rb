@@ -61,7 +61,9 @@ class HeapTest < Herd::Test
     out, err, status = ruby_run(<<~RUBY)
       require "herd/fork"
       require "herd/memory"
-      $keep = Array.new(600_000) { |i| [i, i.to_s] }
+      GC.disable # as in a program that just loaded: many objects, still young
+      $keep = Array.new(1_000_000) { |i| [i, i.to_s] }
+      GC.enable
       def dirtied_by_child_gc(**options)
         reader, writer = IO.pipe
         pid = fork(**options) do

@@ -128,7 +128,7 @@ class PoolLifecycleTest < Herd::Test
     before = []
     numbers = Herd.map(1..10, processes: 2, chunk_size: 1,
       before_fork: -> { before << Process.pid },
-      after_fork: ->(number) { $herd_test_worker = number }) { $herd_test_worker }
+      after_fork: ->(number) { Thread.current[:herd_test_worker] = number }) { Thread.current[:herd_test_worker] }
     assert_equal [Process.pid], before
     assert_equal [0, 1], numbers.uniq.sort
   end
