@@ -136,19 +136,16 @@ end
 breakdown_md = ""
 unless breakdown.empty?
   kinds = %i[private_dirty object_heap gc_page_metadata other_anonymous other_mappings]
-  # What the GC wrote: with_gc minus without_gc, per kind.
-  added = breakdown.transform_values do |b|
-    kinds.to_h { |kind| [kind, b[:with_gc][kind].to_i - b[:without_gc][kind].to_i] }
-  end
-  brows = added.map do |variant, a|
-    [variant, mb(breakdown[variant][:with_gc][:private_dirty], 2), *kinds.map { |kind| mb(a[kind], 2) }]
+  brows = breakdown.flat_map do |variant, b|
+    [["#{variant}, after GC.start", *kinds.map { |kind| mb(b[:with_gc][kind].to_i, 2) }],
+      ["#{variant}, no GC", *kinds.map { |kind| mb(b[:without_gc][kind].to_i, 2) }]]
   end
   one = breakdown.values.first[:with_gc]
   floor = one[:heap_pages] * one[:struct_size]
   notes = []
-  if (herd = added["herd"]) && (base = added["plain"]) && base[:object_heap].positive?
-    notes << format("Object heap pages the GC copied: herd %.2f MB, plain %.2f MB (%.2f%%).",
-      herd[:object_heap] / MB, base[:object_heap] / MB, 100.0 * herd[:object_heap] / base[:object_heap])
+  if (herd = breakdown.dig("herd", :with_gc)) && (base = breakdown.dig("plain", :with_gc))
+    notes << format("Object heap pages copied after the GC: herd %.2f MB, plain %.2f MB (%.2f%%).",
+      herd[:object_heap].to_i / MB, base[:object_heap].to_i / MB, 100.0 * herd[:object_heap].to_i / base[:object_heap].to_i)
   end
   if plain
     notes << format("Any GC in a child writes every page's `struct heap_page` (%d × %d bytes = %.1f MB, %.1f%% " \
@@ -157,19 +154,19 @@ unless breakdown.empty?
   end
   breakdown_md = <<~MD
 
-    ## What the child's GC copies
+    ## What the child's private pages hold
 
     One more run per variant with two children measured the same way, one after `GC.start` and one
-    without a GC: the pages only the child maps (/proc/self/pagemap bit 56), by what they hold. The
-    columns after the first are the difference, what the GC wrote, net of the measurement's own
-    allocations; MB. *Object heap*: the #{one[:heap_pages]} heap pages of #{one[:heap_page_size] / 1024} KiB that
-    hold the objects. *GC page metadata*: the malloc'd `struct heap_page` of each (~#{one[:struct_size]} bytes:
-    free list, counters, and the mark, uncollectible, marking, pinned and write-barrier bitmaps). *Other
-    anonymous*: the rest of malloc and anonymous memory (mark stack, GC bookkeeping). *Other mappings*:
-    stacks, libraries' data.
+    that runs no GC: the pages only the child maps (/proc/self/pagemap bit 56), by what they hold,
+    in MB. *Object heap*: the #{one[:heap_pages]} heap pages of #{one[:heap_page_size] / 1024} KiB that hold the
+    objects. *GC page metadata*: the malloc'd `struct heap_page` of each (~#{one[:struct_size]} bytes: free
+    list, counters, and the mark, uncollectible, marking, pinned and write-barrier bitmaps). *Other
+    anonymous*: the rest of malloc and anonymous memory (mark stack, GC bookkeeping, and this
+    measurement's own allocations, which is why the no-GC child has some). *Other mappings*: stacks,
+    libraries' data.
 
-    #{Bench::Report.markdown_table(["variant", "Private_Dirty after GC", "added by the GC", "object heap",
-      "GC page metadata", "other anonymous", "other mappings"], brows)}
+    #{Bench::Report.markdown_table(["child", "Private_Dirty", "object heap", "GC page metadata",
+      "other anonymous", "other mappings"], brows)}
     #{notes.join("\n")}
   MD
 end

@@ -15,7 +15,8 @@ module Herd
   # `HERD_COW_FRIENDLY=0` in the environment before `require "herd/fork"`.
   module ForkHook
     OPT_OUT = :__herd_fork_opt_out
-    private_constant :OPT_OUT
+    OPT_IN = :__herd_fork_opt_in
+    private_constant :OPT_OUT, :OPT_IN
 
     # Prepended to `Process.singleton_class`.
     module ProcessHook
@@ -99,15 +100,26 @@ module Herd
         @compacted_in = nil
       end
 
+      # Runs the block with heap preparation on for the forks it makes from
+      # this thread, whatever the global switch says.
+      def with_heap_preparation
+        previous = Thread.current[OPT_IN]
+        Thread.current[OPT_IN] = true
+        yield
+      ensure
+        Thread.current[OPT_IN] = previous
+      end
+
       # @api private
       def around_fork
         @callbacks.run_before_fork
-        prepare_heap if cow_friendly && !Thread.current[OPT_OUT]
+        prepare_heap if (cow_friendly || Thread.current[OPT_IN]) && !Thread.current[OPT_OUT]
         pid = yield
         if pid.zero?
           # A block-form fork never returns in the child: forks it makes must
           # not inherit the parent's opt-out.
           Thread.current[OPT_OUT] = nil
+          Thread.current[OPT_IN] = nil
           @callbacks.run_after_fork_child
         else
           @callbacks.run_after_fork_parent(pid)
