@@ -107,7 +107,7 @@ rows = VARIANTS.map do |variant|
     "#{mb(pd[:median])} (#{mb(pd[:min])}–#{mb(pd[:max])})",
     r ? format("%.1f%%", r * 100) : "–",
     mb(s[:child_private_dirty_before_gc][:median]),
-    "#{ms(s[:first_fork_latency][:median])} (#{s[:first_fork_gc_runs][:median]} GCs)",
+    "#{ms(s[:first_fork_latency][:median])} (GCs: #{s[:first_fork_gc_runs][:median]})",
     ms(s[:later_fork_latency][:median]),
     ms(s[:child_gc_time][:median]),
     mb(s[:parent_rss][:median]),

@@ -131,9 +131,10 @@ module Herd
 
       def prepare_heap
         options = heap_options.dup
-        # Compacting again would move objects in pages already shared with
-        # earlier children, which is the copying we are here to avoid.
-        options[:compact] = false if @compacted_in == Process.pid
+        # Compacting again (compact: true, or Process.warmup on Ruby >= 3.3)
+        # would move objects in pages already shared with earlier children,
+        # which is the copying we are here to avoid.
+        options.update(compact: false, warmup: false) if @compacted_in == Process.pid
         @last_report = Heap.prepare(**options)
         @compacted_in = Process.pid if @last_report.compacted
       end

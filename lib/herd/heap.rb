@@ -26,8 +26,8 @@ module Herd
       :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
-        format("heap prepared (%s): %d GC runs%s, young %d -> %d, old %d -> %d, %.1f ms",
-          strategy, gc_runs, compacted ? " + compaction" : "", young_before, young_after,
+        format("heap prepared (%s): %d GC run%s%s, young %d -> %d, old %d -> %d, %.1f ms",
+          strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "", young_before, young_after,
           old_before, old_after, duration * 1000)
       end
     end
@@ -52,7 +52,9 @@ module Herd
       def prepare(compact: false, warmup: true, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
         started = clock
         before = census
-        if warmup && Process.respond_to?(:warmup)
+        # An already-old heap needs nothing, not even Process.warmup (a major
+        # GC and a compaction): that is what makes preparing before every fork cheap.
+        if warmup && Process.respond_to?(:warmup) && !mostly_old?(before, young_ratio)
           Process.warmup
           return report(:warmup, 0, true, started, before)
         end
@@ -81,16 +83,24 @@ module Herd
 
       def promote(max_gc_runs, young_ratio)
         runs = 0
+        young = nil
         while runs < max_gc_runs
           counts = census
-          break if counts[:young] <= counts[:live] * young_ratio
+          # Stop when done, or when a GC promoted nothing more: a few dozen
+          # objects (the GC's own, this method's) are always young.
+          break if mostly_old?(counts, young_ratio) || (young && counts[:young] >= young)
 
+          young = counts[:young]
           # A minor GC ages every young object as much as a full one does, and
           # costs nothing for the old ones.
           GC.start(full_mark: false, immediate_sweep: true)
           runs += 1
         end
         runs
+      end
+
+      def mostly_old?(counts, young_ratio)
+        counts[:young] <= counts[:live] * young_ratio
       end
 
       def compact!

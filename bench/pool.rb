@@ -1,0 +1,68 @@
+# frozen_string_literal: true
+
+# Herd's pool against sequential code, threads and the parallel gem:
+#
+#   1. seed     the "Forking and Threading in Ruby" table: CPU, sleep and
+#               download loads (a local HTTP server, no internet)
+#   2. overhead a trivial block over 100,000 items: microseconds per item
+#   3. speedup  CPU-bound items of equal cost on 2 processes
+#   4. memory   Σ PSS of parent + workers over a ~200 MB preloaded dataset
+#
+#   bundle exec ruby bench/pool.rb [--reps N] [--only seed,overhead,speedup,memory]
+#
+# The parallel gem is in the optional bench group
+# (bundle config set --local with bench && bundle install); without it its
+# rows say "skipped". Writes bench/results/pool.md and bench/results/pool.json.
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+require "optparse"
+require "herd"
+require_relative "pool/support"
+require_relative "pool/seed_table"
+require_relative "pool/overhead"
+require_relative "pool/speedup"
+require_relative "pool/memory"
+
+BENCHMARKS = {
+  "seed" => PoolBench::SeedTable,
+  "overhead" => PoolBench::Overhead,
+  "speedup" => PoolBench::Speedup,
+  "memory" => PoolBench::Memory
+}.freeze
+
+options = {reps: 3, only: BENCHMARKS.keys}
+OptionParser.new do |opts|
+  opts.banner = "usage: ruby bench/pool.rb [options]"
+  opts.on("--reps N", Integer, "repetitions per variant (default 3, at least 3)") { |n| options[:reps] = [n, 3].max }
+  opts.on("--only LIST", Array, "benchmarks to run (#{BENCHMARKS.keys.join(",")})") do |list|
+    unknown = list - BENCHMARKS.keys
+    raise OptionParser::InvalidArgument, unknown.join(",") unless unknown.empty?
+
+    options[:only] = list
+  end
+end.parse!
+
+env = Bench::Report.environment(Bench::Report.command_line($PROGRAM_NAME, ARGV))
+env[:loadavg_start] = PoolBench.loadavg
+env[:parallel] = PoolBench.parallel_missing ? "skipped: #{PoolBench.parallel_missing}" : Parallel::VERSION
+warn "parallel gem: #{env[:parallel]}"
+
+started = PoolBench.now
+results = options[:only].to_h do |name|
+  warn "== #{name}"
+  [name, BENCHMARKS.fetch(name).new(reps: options[:reps]).call]
+end
+env[:loadavg_end] = PoolBench.loadavg
+env[:seconds] = (PoolBench.now - started).round(1)
+
+markdown = <<~MD
+  # Pool: herd vs sequential, threads and the parallel gem
+
+  #{Bench::Report.environment_markdown(env)}- parallel gem: #{env[:parallel]}
+  - load average (1/5/15 min) at start: #{env[:loadavg_start]}, at end: #{env[:loadavg_end]}
+  - whole run: #{env[:seconds]} s
+
+  #{results.values.map { |result| result[:markdown] }.join("\n")}
+MD
+paths = Bench::Report.write("pool", markdown: markdown, data: {environment: env, benchmarks: results.transform_values { |r| r[:data] }})
+warn "wrote #{paths.join(" and ")}"

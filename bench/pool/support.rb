@@ -1,0 +1,74 @@
+# frozen_string_literal: true
+
+require "etc"
+require_relative "../support/report"
+
+module PoolBench
+  MB = 1024.0 * 1024
+  INSTALL_HINT = "bundle config set --local with bench && bundle install"
+
+  module_function
+
+  def now
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  # @return [Float] seconds the block took
+  def time
+    started = now
+    yield
+    now - started
+  end
+
+  # @return [String, nil] why the parallel gem cannot be used, nil when it can
+  def parallel_missing
+    return @parallel_missing if defined?(@parallel_missing)
+
+    require "parallel"
+    @parallel_missing = nil
+  rescue LoadError => e
+    @parallel_missing = "parallel gem not installed (#{e.message}); #{INSTALL_HINT}"
+  end
+
+  # @return [String] the 1, 5 and 15 minute load averages: other work on the machine skews timings
+  def loadavg
+    File.read("/proc/loadavg").split.first(3).join(" ")
+  rescue SystemCallError
+    "unknown"
+  end
+
+  # Runs every variant `reps` times, interleaved (variant A, B, C, then again)
+  # so a slow patch of the machine does not land on one variant only.
+  # @param variants [Array<Array(String, #call)>] name and a callable returning anything
+  # @return [Hash{String => Array<Float>}] seconds per repetition
+  def repeat(variants, reps, label)
+    times = variants.to_h { |name, _| [name, []] }
+    reps.times do |rep|
+      variants.each do |name, run|
+        times[name] << time { run.call }
+        warn format("  %s rep %d/%d: %-40s %.3f s", label, rep + 1, reps, name, times[name].last)
+      end
+    end
+    times
+  end
+
+  def stats(values)
+    Bench::Report.stats(values)
+  end
+
+  def median(values)
+    Bench::Report.median(values)
+  end
+
+  def seconds(stat)
+    format("%.3f (%.3f–%.3f)", stat[:median], stat[:min], stat[:max])
+  end
+
+  def table(headers, rows)
+    Bench::Report.markdown_table(headers, rows)
+  end
+
+  def mb(bytes)
+    format("%.1f", bytes / MB)
+  end
+end
