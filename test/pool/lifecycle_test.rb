@@ -153,4 +153,23 @@ class PoolLifecycleTest < Herd::Test
       assert_empty pool.pids
     end
   end
+
+  def test_a_pool_made_in_a_thread_outlives_that_thread
+    pool = Thread.new { Herd::Pool.new(processes: 1) { |i| i + 1 } }.value
+    assert_equal [2, 3], pool.map([1, 2])
+  ensure
+    pool&.close
+  end
+
+  def test_a_worker_exits_when_its_parent_goes_away_without_a_signal
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      $stdout.sync = true
+      pool = Thread.new { Herd::Pool.new(processes: 1) { |i| i } }.value # no PDEATHSIG from a thread
+      print pool.pids.first
+      exit!(0) # no at_exit, no close: only the socket's EOF tells the worker
+    RUBY
+    assert status.success?, err
+    assert_gone([Integer(out)])
+  end
 end

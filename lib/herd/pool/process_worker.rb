@@ -29,6 +29,7 @@ module Herd
       def start(siblings)
         parent_end, child_end = Channel.pair
         parent_pid = Process.pid
+        from_main_thread = Thread.current == Thread.main
         # A signal landing in the child before its handlers are set would raise
         # out of Process.fork and run the parent's code in the child: defer
         # every interrupt until the child is inside #serve.
@@ -38,7 +39,7 @@ module Herd
               Thread.handle_interrupt(Object => :immediate) do
                 parent_end.close
                 siblings.each { |io| io.close unless io.closed? }
-                serve(child_end, parent_pid)
+                serve(child_end, parent_pid, from_main_thread)
               end
             rescue SystemExit
               raise # run_at_exit: true asked for a normal exit
@@ -118,15 +119,17 @@ module Herd
 
       private
 
-      def serve(channel, parent_pid)
-        @setup.leave_worker(work(channel, parent_pid))
+      def serve(channel, parent_pid, from_main_thread)
+        @setup.leave_worker(work(channel, parent_pid, from_main_thread))
       end
 
       # @return [Integer] the exit status
-      def work(channel, parent_pid)
+      def work(channel, parent_pid, from_main_thread)
         # Die with the parent even if it is SIGKILLed, and catch the race where
-        # it died before the request took effect.
-        Linux.parent_death_signal("KILL")
+        # it died before the request took effect. The kernel ties this to the
+        # forking THREAD: from any other thread, the end of that thread would
+        # kill the worker, so there the socket's EOF alone tells of the parent's death.
+        Linux.parent_death_signal("KILL") if from_main_thread
         return 1 if Process.ppid != parent_pid
 
         # Ctrl-C reaches the whole process group; the parent decides what to do.
