@@ -82,12 +82,8 @@ module Herd
 
       # Runs the block with heap preparation skipped for the forks it makes
       # from this thread; callbacks still run.
-      def without_heap_preparation
-        previous = Thread.current[OPT_OUT]
-        Thread.current[OPT_OUT] = true
-        yield
-      ensure
-        Thread.current[OPT_OUT] = previous
+      def without_heap_preparation(&block)
+        with_flag(OPT_OUT, &block)
       end
 
       # Forgets callbacks, reports and switches: a clean slate for tests.
@@ -102,12 +98,8 @@ module Herd
 
       # Runs the block with heap preparation on for the forks it makes from
       # this thread, whatever the global switch says.
-      def with_heap_preparation
-        previous = Thread.current[OPT_IN]
-        Thread.current[OPT_IN] = true
-        yield
-      ensure
-        Thread.current[OPT_IN] = previous
+      def with_heap_preparation(&block)
+        with_flag(OPT_IN, &block)
       end
 
       # @api private
@@ -128,6 +120,14 @@ module Herd
       end
 
       private
+
+      def with_flag(key)
+        previous = Thread.current[key]
+        Thread.current[key] = true
+        yield
+      ensure
+        Thread.current[key] = previous
+      end
 
       def prepare_heap
         options = heap_options.dup

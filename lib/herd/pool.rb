@@ -100,48 +100,30 @@ module Herd
       @workers.filter_map(&:pid)
     end
 
-    # Runs the job on every item; results in input order.
-    # @param source [Array, Range, Enumerable, Enumerator, Queue, Proc]
-    # @param options [Hash] chunk_size:, timeout:, on_timeout:, retries:, progress:, start:, finish:
-    # @return [Array]
-    def map(source, **options, &block)
-      call(source, Operations::Map, false, options, block)
-    end
-
-    # @return [Array] like {#map}, with the job called as (item, index)
-    def map_with_index(source, **options, &block)
-      call(source, Operations::Map, true, options, block)
-    end
-
-    # Runs the job on every item for its side effects; keeps no result.
-    # @return [Object] the source
-    def each(source, **options, &block)
-      call(source, Operations::Each, false, options, block)
-    end
-
-    # @return [Object] the source; the job is called as (item, index)
-    def each_with_index(source, **options, &block)
-      call(source, Operations::Each, true, options, block)
-    end
-
-    # @return [Array] results, arrays spliced (Enumerable#flat_map)
-    def flat_map(source, **options, &block)
-      call(source, Operations::FlatMap, false, options, block)
-    end
-
-    # @return [Array] truthy results only (Enumerable#filter_map)
-    def filter_map(source, **options, &block)
-      call(source, Operations::FilterMap, false, options, block)
-    end
-
-    # @return [Boolean] whether the job returned truthy for some item; stops at the first
-    def any?(source, **options, &block)
-      call(source, Operations::Any, false, options, block)
-    end
-
-    # @return [Boolean] whether the job returned truthy for every item; stops at the first falsy
-    def all?(source, **options, &block)
-      call(source, Operations::All, false, options, block)
+    # @!method map(source, **options)
+    #   Runs the job on every item.
+    #   @param source [Array, Range, Enumerable, Enumerator, Queue, Proc]
+    #   @param options [Hash] chunk_size:, timeout:, on_timeout:, retries:, progress:, start:, finish:
+    #   @return [Array] results in input order
+    # @!method map_with_index(source, **options)
+    #   @return [Array] like {#map}, with the job called as (item, index)
+    # @!method each(source, **options)
+    #   Runs the job on every item for its side effects; keeps no result.
+    #   @return [Object] the source
+    # @!method each_with_index(source, **options)
+    #   @return [Object] the source; the job is called as (item, index)
+    # @!method flat_map(source, **options)
+    #   @return [Array] results, arrays spliced (Enumerable#flat_map)
+    # @!method filter_map(source, **options)
+    #   @return [Array] truthy results only (Enumerable#filter_map)
+    # @!method any?(source, **options)
+    #   @return [Boolean] whether the job returned truthy for some item; stops at the first
+    # @!method all?(source, **options)
+    #   @return [Boolean] whether the job returned truthy for every item; stops at the first falsy
+    Operations::BY_METHOD.each do |name, (operation, with_index)|
+      define_method(name) do |source, **options, &block|
+        call(name, source, operation, with_index, options, block)
+      end
     end
 
     # Stops the workers after their current batch and reaps them: each gets
@@ -223,10 +205,10 @@ module Herd
       !source.resolver.nil? && source.resolver.equal?(@setup.resolver)
     end
 
-    def call(source_object, operation_class, with_index, options, block)
+    def call(name, source_object, operation_class, with_index, options, block)
       if block
         raise PoolError, "a pool runs the job it was made with; its workers were forked before this block existed. " \
-          "Give the block to Herd::Pool.new (or job: to Herd::Pool.open), or use Herd.#{caller_locations(1, 1).first.label} for one-off work"
+          "Give the block to Herd::Pool.new (or job: to Herd::Pool.open), or use Herd.#{name} for one-off work"
       end
       raise PoolError, "this pool is closed; make a new one" if @closed
       raise PoolError, "a pool serves one call at a time; it cannot be used from its own callbacks" if @lock.owned?

@@ -2,10 +2,11 @@
 
 require "test_helper"
 require "herd/memory"
-require "tmpdir"
-require "fileutils"
+require "support/fake_proc"
 
 class ProcessTreeTest < Herd::Test
+  include Herd::FakeProc
+
   # A real tree under this test process:
   #
   #   test ─┬─ a ─┬─ g            (forked by a's main thread)
@@ -168,15 +169,6 @@ class ProcessTreeTest < Herd::Test
     yield if block_given?
   ensure
     exit!(0)
-  end
-
-  def fake_proc(&block)
-    Dir.mktmpdir("herd-proc", &block)
-  end
-
-  def write(root, pid, name, text)
-    FileUtils.mkdir_p(File.join(root, pid.to_s))
-    File.write(File.join(root, pid.to_s, name), text)
   end
 
   def stat(root, pid, comm, ppid)

@@ -2,11 +2,12 @@
 
 require "test_helper"
 require "herd/memory"
-require "tmpdir"
-require "fileutils"
+require "support/fake_proc"
 require "minitest/mock"
 
 class SmapsTest < Herd::Test
+  include Herd::FakeProc
+
   FIXTURES = File.join(Herd::Test::ROOT, "test", "fixtures", "smaps")
   KB = 1024
 
@@ -67,7 +68,7 @@ class SmapsTest < Herd::Test
   end
 
   def test_read_prefers_the_rollup
-    with_fake_proc do |root|
+    fake_proc do |root|
       write(root, 42, "smaps_rollup", fixture("rollup_modern"))
       write(root, 42, "smaps", fixture("smaps_full"))
 
@@ -76,7 +77,7 @@ class SmapsTest < Herd::Test
   end
 
   def test_read_falls_back_to_full_smaps_without_a_rollup
-    with_fake_proc do |root|
+    fake_proc do |root|
       write(root, 42, "smaps", fixture("smaps_full"))
 
       assert_equal Herd::Memory::Smaps.parse_smaps(fixture("smaps_full")), Herd::Memory::Smaps.read(42, proc_root: root)
@@ -84,7 +85,7 @@ class SmapsTest < Herd::Test
   end
 
   def test_read_of_a_missing_process
-    with_fake_proc do |root|
+    fake_proc do |root|
       error = assert_raises(Herd::NoSuchProcess) { Herd::Memory::Smaps.read(42, proc_root: root) }
       assert_equal "no process with pid 42", error.message
     end
@@ -96,7 +97,7 @@ class SmapsTest < Herd::Test
   end
 
   def test_read_when_permission_is_denied_says_what_to_do
-    with_fake_proc do |root|
+    fake_proc do |root|
       write(root, 42, "smaps_rollup", fixture("rollup_modern"))
       denied = ->(*) { raise Errno::EACCES }
       error = File.stub(:read, denied) { assert_raises(Herd::MemoryReadError) { Herd::Memory::Smaps.read(42, proc_root: root) } }
@@ -112,16 +113,5 @@ class SmapsTest < Herd::Test
     assert_operator sample.rss, :>, 0
     assert_operator sample.uss, :<=, sample.pss
     assert_operator sample.pss, :<=, sample.rss
-  end
-
-  private
-
-  def with_fake_proc(&block)
-    Dir.mktmpdir("herd-proc", &block)
-  end
-
-  def write(root, pid, name, text)
-    FileUtils.mkdir_p(File.join(root, pid.to_s))
-    File.write(File.join(root, pid.to_s, name), text)
   end
 end

@@ -22,7 +22,9 @@ class PoolLifecycleTest < Herd::Test
     end
   RUBY
 
-  def spawn_stuck_parent
+  # Yields the stuck parent's pid, its workers' pids and its output; kills
+  # and reaps it afterwards whatever the test did.
+  def with_stuck_parent
     reader, writer = IO.pipe
     pid = Process.spawn(RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", STUCK_PARENT, out: writer, err: File::NULL)
     writer.close
@@ -31,7 +33,15 @@ class PoolLifecycleTest < Herd::Test
       line = reader.gets or flunk("the parent script ended early")
       workers << Integer(line.split.last) if line.start_with?("worker")
     end
-    [pid, workers, reader]
+    yield pid, workers, reader
+  ensure
+    begin
+      Process.kill(:KILL, pid)
+      Process.wait(pid)
+    rescue Errno::ESRCH, Errno::ECHILD
+      nil # the test reaped it
+    end
+    reader&.close
   end
 
   def assert_gone(pids)
@@ -53,31 +63,23 @@ class PoolLifecycleTest < Herd::Test
 
   {"INT" => "Interrupt", "TERM" => "SignalException"}.each do |signal, error|
     define_method("test_#{signal}_in_the_parent_stops_and_reaps_every_worker") do
-      pid, workers, reader = spawn_stuck_parent
-      Process.kill(signal, pid)
-      rescued = reader.each_line.find { |line| line.start_with?("rescued") }
-      assert_equal "rescued #{error} children=[]", rescued&.chomp, "every worker reaped before re-raising"
-      _, status = Process.wait2(pid)
-      pid = nil
-      refute status.success?
-      assert_gone(workers)
-    ensure
-      Process.kill(:KILL, pid) if pid
-      Process.wait(pid) if pid
-      reader&.close
+      with_stuck_parent do |pid, workers, reader|
+        Process.kill(signal, pid)
+        rescued = reader.each_line.find { |line| line.start_with?("rescued") }
+        assert_equal "rescued #{error} children=[]", rescued&.chomp, "every worker reaped before re-raising"
+        _, status = Process.wait2(pid)
+        refute status.success?
+        assert_gone(workers)
+      end
     end
   end
 
   def test_sigkill_of_the_parent_leaves_no_worker_behind
-    pid, workers, reader = spawn_stuck_parent
-    Process.kill(:KILL, pid)
-    Process.wait(pid)
-    pid = nil
-    assert_gone(workers)
-  ensure
-    Process.kill(:KILL, pid) if pid
-    Process.wait(pid) if pid
-    reader&.close
+    with_stuck_parent do |pid, workers, _|
+      Process.kill(:KILL, pid)
+      Process.wait(pid)
+      assert_gone(workers)
+    end
   end
 
   def test_workers_do_not_run_the_parents_at_exit_hooks_unless_asked

@@ -19,44 +19,26 @@ module Herd
     # - progress: true, a title, or {title:, output:, force:}
     # - start: / finish: called in the parent with (item, index) / (item, index, result)
     module Methods
-      # @return [Array] the block's results, in input order
-      def map(source, **options, &block)
-        run_once(source, Operations::Map, false, options, block)
-      end
-
-      # @return [Array] like {#map}; the block gets (item, index)
-      def map_with_index(source, **options, &block)
-        run_once(source, Operations::Map, true, options, block)
-      end
-
-      # @return [Object] the source
-      def each(source, **options, &block)
-        run_once(source, Operations::Each, false, options, block)
-      end
-
-      # @return [Object] the source; the block gets (item, index)
-      def each_with_index(source, **options, &block)
-        run_once(source, Operations::Each, true, options, block)
-      end
-
-      # @return [Array] results with arrays spliced in
-      def flat_map(source, **options, &block)
-        run_once(source, Operations::FlatMap, false, options, block)
-      end
-
-      # @return [Array] truthy results only (nil and false dropped)
-      def filter_map(source, **options, &block)
-        run_once(source, Operations::FilterMap, false, options, block)
-      end
-
-      # @return [Boolean] stops at the first truthy result
-      def any?(source, **options, &block)
-        run_once(source, Operations::Any, false, options, block)
-      end
-
-      # @return [Boolean] stops at the first falsy result
-      def all?(source, **options, &block)
-        run_once(source, Operations::All, false, options, block)
+      # @!method map(source, **options, &block)
+      #   @return [Array] the block's results, in input order
+      # @!method map_with_index(source, **options, &block)
+      #   @return [Array] like {#map}; the block gets (item, index)
+      # @!method each(source, **options, &block)
+      #   @return [Object] the source
+      # @!method each_with_index(source, **options, &block)
+      #   @return [Object] the source; the block gets (item, index)
+      # @!method flat_map(source, **options, &block)
+      #   @return [Array] results with arrays spliced in
+      # @!method filter_map(source, **options, &block)
+      #   @return [Array] truthy results only (nil and false dropped)
+      # @!method any?(source, **options, &block)
+      #   @return [Boolean] stops at the first truthy result
+      # @!method all?(source, **options, &block)
+      #   @return [Boolean] stops at the first falsy result
+      Operations::BY_METHOD.each do |name, (operation, with_index)|
+        define_method(name) do |source, **options, &block|
+          run_once(name, source, operation, with_index, options, block)
+        end
       end
 
       # @return [Integer, nil] inside a worker, its number (0...size); nil elsewhere
@@ -69,8 +51,8 @@ module Herd
 
       private
 
-      def run_once(source_object, operation_class, with_index, options, block)
-        raise ArgumentError, "Herd.#{caller_locations(1, 1).first.label} needs a block" unless block
+      def run_once(name, source_object, operation_class, with_index, options, block)
+        raise ArgumentError, "Herd.#{name} needs a block" unless block
 
         pool_options, run_options = Pool.split_options(options)
         RunSettings.build(**run_options) # refuse bad options before forking anything

@@ -51,41 +51,45 @@ module Herd
         end
       end
 
-      # True as soon as one block returns truthy.
-      class Any
-        def initialize(_source, _source_object)
-          @found = false
+      # any? and all?: the answer is known at the first result whose
+      # truthiness is `decisive`.
+      class Decision
+        def initialize(_source, _source_object, decisive:)
+          @decisive = decisive
+          @seen = false
         end
 
         def accept(_index, value)
-          return nil unless value
+          return nil unless (value ? true : false) == @decisive
 
-          @found = true
+          @seen = true
           :stop
         end
 
         def result
-          @found
+          @seen == @decisive
+        end
+      end
+
+      # True as soon as one block returns truthy.
+      class Any < Decision
+        def initialize(source, source_object)
+          super(source, source_object, decisive: true)
         end
       end
 
       # False as soon as one block returns falsy.
-      class All
-        def initialize(_source, _source_object)
-          @all = true
-        end
-
-        def accept(_index, value)
-          return nil if value
-
-          @all = false
-          :stop
-        end
-
-        def result
-          @all
+      class All < Decision
+        def initialize(source, source_object)
+          super(source, source_object, decisive: false)
         end
       end
+
+      # The Enumerable methods herd offers: name => [operation, block gets the index too].
+      BY_METHOD = {
+        map: [Map, false], map_with_index: [Map, true], each: [Each, false], each_with_index: [Each, true],
+        flat_map: [FlatMap, false], filter_map: [FilterMap, false], any?: [Any, false], all?: [All, false]
+      }.freeze
     end
   end
 end
