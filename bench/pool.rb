@@ -30,6 +30,7 @@ BENCHMARKS = {
   "memory" => PoolBench::Memory
 }.freeze
 
+command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV
 options = {reps: 3, only: BENCHMARKS.keys}
 OptionParser.new do |opts|
   opts.banner = "usage: ruby bench/pool.rb [options]"
@@ -42,7 +43,7 @@ OptionParser.new do |opts|
   end
 end.parse!
 
-env = Bench::Report.environment(Bench::Report.command_line($PROGRAM_NAME, ARGV))
+env = Bench::Report.environment(command)
 env[:loadavg_start] = PoolBench.loadavg
 env[:parallel] = PoolBench.parallel_missing ? "skipped: #{PoolBench.parallel_missing}" : Parallel::VERSION
 warn "parallel gem: #{env[:parallel]}"

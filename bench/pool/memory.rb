@@ -11,7 +11,8 @@ module PoolBench
   # an earlier one aged or compacted.
   class Memory
     WORKER = File.expand_path("memory_worker.rb", __dir__)
-    VARIANTS = ["herd", "herd prepare_heap: {compact: true}", "Parallel in_processes"].freeze
+    VARIANTS = ["herd", "herd prepare_heap: {compact: true}", "herd + free slots filled first (proposal)",
+      "Parallel in_processes"].freeze
     WORKLOADS = {
       "read" => "per record: `\"\#{r[:id]}:\#{r[:name].bytesize}:\#{r[:tags].size}\"`",
       "join" => "the same with `r[:tags].join(\",\")` (Array#join writes each joined string's coderange bits back)"
@@ -87,7 +88,7 @@ module PoolBench
 
     def judge(rows)
       WORKLOADS.keys.flat_map do |workload|
-        VARIANTS.grep(/\Aherd/).map do |variant|
+        VARIANTS.grep(/\Aherd/).grep_v(/proposal/).map do |variant|
           row = rows[[workload, variant]]
           met = row[:ratio][:median] <= TARGET
           {workload: workload, variant: variant, ratio: row[:ratio][:median], met: met,
@@ -101,7 +102,7 @@ module PoolBench
         ["workload", "variant", "parent PSS before, MB", "Σ PSS at 50%, MB", "Σ PSS / parent before: median (min–max)",
           "worst of 25/50/75/95%", "worker Private_Dirty at 50%, MB", "processes", "map s"],
         rows.map do |(workload, variant), row|
-          next [workload, variant, "skipped: #{row[:unavailable]}", "", "", "", "", "", ""] if row[:unavailable]
+          next [workload, variant, "skipped: #{row[:unavailable]}", *Array.new(6, "")] if row[:unavailable]
 
           r = row[:ratio]
           [workload, variant, PoolBench.mb(row[:parent_pss_before][:median]), PoolBench.mb(row[:total_pss][:median]),
@@ -109,22 +110,30 @@ module PoolBench
             PoolBench.mb(row[:worker_private_dirty]), row[:processes], format("%.2f", row[:wall])]
         end
       )
-      free = rows.values.find { |row| row[:free_slots_before] }
       <<~MD
         ## 4. Memory: Σ PSS of parent + workers vs the parent alone
 
-        The parent builds #{sample_run&.dig(:records)} records (`{id:, name: "record \#{i} " + "x" * 200, tags: [2 short strings]}`,
-        ~#{PoolBench.mb(rows.values.find { |row| row[:parent_pss_before] }&.dig(:parent_pss_before, :median).to_i)} MB PSS;
-        #{free && free[:live_slots_before]} live object slots, #{free && free[:free_slots_before]} free ones left between them by the
-        garbage of the build), runs `GC.start`, and reads its own PSS. Then #{sample_run&.dig(:items)} items (slices of
-        #{sample_run && sample_run[:records] / sample_run[:items]} records) go to 2 worker processes; the parent's `finish:`
-        callback reads Σ PSS of the process tree (`Herd::Memory.tree(Process.pid)`) after 25, 50, 75 and 95% of the items.
-        Each run in a fresh Ruby, #{@reps} runs per row. Workloads:
-        #{WORKLOADS.map { |name, text| "- #{name}: #{text}" }.join("\n")}
+        #{setup(rows, sample_run)}
 
         #{table}
         #{verdicts.map { |v| "- #{v[:text]}" }.join("\n")}
       MD
+    end
+
+    def setup(rows, run)
+      known = rows.values.find { |row| row[:parent_pss_before] }
+      return "no run" unless run && known
+
+      <<~TEXT.strip
+        The parent builds #{run[:records]} records (`{id:, name: "record \#{i} " + "x" * 200, tags: [2 short strings]}`),
+        ~#{PoolBench.mb(known[:parent_pss_before][:median])} MB PSS with #{known[:live_slots_before]} live object slots and
+        #{known[:free_slots_before]} free ones left between them by the build's garbage; runs `GC.start`; reads its own PSS.
+        Then #{run[:items]} items (slices of #{run[:records] / run[:items]} records) go to #{run[:workers]} worker processes,
+        and the parent's `finish:` callback reads Σ PSS of the process tree (`Herd::Memory.tree(Process.pid)`) after 25,
+        50, 75 and 95% of the items; the target is judged at 50%. Each run in a fresh Ruby, #{@reps} runs per row.
+        Workloads:
+        #{WORKLOADS.map { |name, text| "- #{name}: #{text}" }.join("\n")}
+      TEXT
     end
 
     def skipped(reason)

@@ -44,7 +44,7 @@ module PoolBench
     private
 
     def judge(rows)
-      return {met: nil, text: "no parallel figure: #{PoolBench.parallel_missing}"} unless rows[PARALLEL]
+      return {met: nil, text: "No parallel figure, no verdict: #{PoolBench.parallel_missing}."} unless rows[PARALLEL]
 
       ratio = rows[HERD][:us_per_item] / rows[PARALLEL][:us_per_item]
       met = ratio <= TARGET
@@ -64,7 +64,7 @@ module PoolBench
         bookkeeping without any IPC.
 
         #{table}
-        #{verdict[:text]}#{"\n\nparallel gem skipped: #{PoolBench.parallel_missing}" if PoolBench.parallel_missing}
+        #{verdict[:text]}
       MD
     end
   end

@@ -91,15 +91,19 @@ module PoolBench
         the network. Workers: 2 (the cores), and 8 for the waiting loads. Every variant's result is checked
         against the sequential one.
 
-        #{PoolBench.table(["variant", *results.keys.map { |load| "#{load}: s (x sequential)" }], rows)}
+        #{PoolBench.table(["variant", *results.keys.map { |load| "#{load}: s (x sequential)" }], rows)}#{skip_note}
       MD
+    end
+
+    def skip_note
+      PoolBench.parallel_missing ? "\nparallel gem skipped: #{PoolBench.parallel_missing}\n" : ""
     end
 
     def cell(row)
       return "not run" unless row
-      return "skipped: #{row[:skipped]}" if row[:skipped]
+      return "skipped (gem missing)" if row[:skipped]
 
-      format("%.3f (%.3f–%.3f) %.2fx", row[:median], row[:min], row[:max], row[:speedup])
+      format("%.3f (%.3f–%.3f), %.2fx", row[:median], row[:min], row[:max], row[:speedup])
     end
 
     def describe

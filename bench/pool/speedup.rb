@@ -68,7 +68,7 @@ module PoolBench
         (other work on these #{Etc.nprocessors} cores shows up as wall time above CPU time / #{WORKERS}).
 
         #{table}
-        #{verdict}
+        #{verdict}#{"\n\nparallel gem skipped: #{PoolBench.parallel_missing}" if PoolBench.parallel_missing}
       MD
     end
   end
