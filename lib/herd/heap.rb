@@ -22,13 +22,24 @@ module Herd
     #   @return [Float] seconds spent
     # @!attribute young_before / young_after / old_before / old_after
     #   @return [Integer] object counts
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :duration,
+    # @!attribute filled
+    #   @return [Integer] free slots filled (see `fill_free_slots:`)
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :duration,
       :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
-        format("heap prepared (%s): %d GC run%s%s, young %d -> %d, old %d -> %d, %.1f ms",
-          strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "", young_before, young_after,
-          old_before, old_after, duration * 1000)
+        format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d, %.1f ms",
+          strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "",
+          filled.to_i.positive? ? " + #{filled} free slots filled" : "",
+          young_before, young_after, old_before, old_after, duration * 1000)
+      end
+
+      # Keeps the objects that fill free slots alive as long as this report:
+      # hold the report until the children are forked (and, for memory's
+      # sake, as long as they live).
+      def retain(objects)
+        @retained = objects
+        self
       end
     end
 
@@ -48,21 +59,26 @@ module Herd
       # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
       # @param max_gc_runs [Integer] at most this many GCs
       # @param young_ratio [Float] stop when young <= live * young_ratio
+      # @param fill_free_slots [Boolean] fill the heap's free slots with
+      #   placeholder objects, kept alive by the returned report. A child's
+      #   first allocations otherwise land in free slots scattered over
+      #   shared pages and copy a page each; filled, they go to fresh pages
+      #   of the child's own. Hold the report while the children live.
       # @return [Report]
-      def prepare(compact: false, warmup: true, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
+      def prepare(compact: false, warmup: true, fill_free_slots: false, max_gc_runs: DEFAULT_MAX_GC_RUNS,
+        young_ratio: DEFAULT_YOUNG_RATIO)
         started = clock
         before = census
-        # An already-old heap needs nothing, not even Process.warmup (a major
-        # GC and a compaction): that is what makes preparing before every fork cheap.
-        if warmup && Process.respond_to?(:warmup) && !mostly_old?(before, young_ratio)
-          Process.warmup
-          return report(:warmup, 0, true, started, before)
+        with_gc_enabled do
+          strategy, runs, compacted = if warmup && Process.respond_to?(:warmup)
+            warm_up(before, young_ratio)
+          else
+            promote_and_compact(compact, max_gc_runs, young_ratio)
+          end
+          fillers = fill_free_slots ? fill : []
+          runs += promote(max_gc_runs, young_ratio) unless fillers.empty?
+          report(strategy, runs, compacted, fillers.size, started, before).retain(fillers)
         end
-
-        runs = with_gc_enabled { promote(max_gc_runs, young_ratio) }
-        compacted = compact && compact!
-        runs += with_gc_enabled { promote(max_gc_runs, young_ratio) } if compacted
-        report((runs.zero? && !compacted) ? :none : :promote, runs, compacted, started, before)
       end
 
       # Objects not yet old, as the GC counts them.
@@ -80,6 +96,26 @@ module Herd
       end
 
       private
+
+      # An already-old heap needs nothing, not even Process.warmup (a major
+      # GC and a compaction): that is what makes preparing before every fork cheap.
+      def warm_up(before, young_ratio)
+        return [:none, 0, false] if mostly_old?(before, young_ratio)
+
+        Process.warmup
+        [:warmup, 0, true]
+      end
+
+      def promote_and_compact(compact, max_gc_runs, young_ratio)
+        runs = promote(max_gc_runs, young_ratio)
+        compacted = compact && compact!
+        runs += promote(max_gc_runs, young_ratio) if compacted
+        [(runs.zero? && !compacted) ? :none : :promote, runs, compacted]
+      end
+
+      def fill
+        Array.new(GC.stat(:heap_free_slots)) { Object.new }
+      end
 
       def promote(max_gc_runs, young_ratio)
         runs = 0
@@ -119,9 +155,9 @@ module Herd
         GC.disable if was_disabled
       end
 
-      def report(strategy, runs, compacted, started, before)
+      def report(strategy, runs, compacted, filled, started, before)
         after = census
-        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, duration: clock - started,
+        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, duration: clock - started,
           young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])
       end
 

@@ -224,11 +224,13 @@ module Herd
       size.times { |number| @workers[number] = spawn(number) }
     end
 
+    # Held until the pool closes: it keeps the free-slot fillers alive
+    # while the workers share the parent's pages.
     def prepare_heap
       option = @settings.prepare_heap
       return unless option
 
-      Heap.prepare(**(option.is_a?(Hash) ? option : {}))
+      @heap_report = Heap.prepare(fill_free_slots: true, **(option.is_a?(Hash) ? option : {}))
     end
 
     def spawn(number)
@@ -248,6 +250,7 @@ module Herd
       running.each(&:kill)
       running.each(&:reap)
       @scoreboard.free
+      @heap_report = nil
     end
 
     # @return [Array] the workers still running after `seconds`

@@ -85,4 +85,21 @@ class HeapTest < Herd::Test
     assert_operator plain, :>, 20 * 1024 * 1024, "a plain fork's child should copy tens of MB (got #{plain})"
     assert_operator herd * 4, :<, plain, "herd's child dirtied #{herd} bytes vs #{plain} after a plain fork"
   end
+
+  def test_fill_free_slots_leaves_no_free_slot_and_keeps_the_fillers_alive
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      junk = Array.new(200_000) { |i| "s\#{i}" }
+      junk.each_slice(5, &:clear)
+      report = Herd::Heap.prepare(fill_free_slots: true)
+      free_after = GC.stat(:heap_free_slots)
+      GC.start
+      puts [report.filled, free_after, GC.stat(:heap_free_slots)].join(" ")
+    RUBY
+    assert status.success?, err
+    filled, free_after, free_after_gc = out.split.map(&:to_i)
+    assert_operator filled, :>, 1000
+    assert_operator free_after, :<, filled / 10, "the free slots should be filled"
+    assert_operator free_after_gc, :<, filled / 10, "the report keeps the fillers alive"
+  end
 end

@@ -49,10 +49,10 @@ module Herd
         @progress = Progress.build(@settings.progress, @source.size)
         @pool.scoreboard_reset
         until finished?
-          dispatch unless @stopping
+          sent = @stopping ? 0 : dispatch
           break if finished?
 
-          wait_for_results
+          wait_for_results(sent)
           supervise
         end
         @progress.finish
@@ -72,14 +72,18 @@ module Herd
         @operation.result
       end
 
+      # @return [Integer] items handed out
       def dispatch
+        sent = 0
         @pool.idle_workers(@inflight).each do |worker|
           size = [@chunks.next_size(@handed_out), @pool.quota(worker)].min
           pairs = @source.take(size)
           break if pairs.empty?
 
           send_batch(worker, pairs)
+          sent += pairs.size
         end
+        sent
       end
 
       def send_batch(worker, pairs)
@@ -92,9 +96,14 @@ module Herd
         collect(worker) unless worker.io
       end
 
-      def wait_for_results
+      def wait_for_results(sent)
         ios = @inflight.keys.filter_map(&:io)
-        return sleep(TICK) if ios.empty? && @inflight.empty? # a Queue source, empty for now
+        if ios.empty?
+          # Nothing in flight: an inline run already has its answers, unless
+          # the source had nothing to give (a Queue, empty for now).
+          sleep(TICK) if sent.zero? && @inflight.empty?
+          return
+        end
 
         ready = IO.select(ios, nil, nil, TICK)
         return unless ready
