@@ -35,16 +35,9 @@ VARIANTS = {
   "herd prepare_heap: {compact: true}" => lambda do |items, finish, &work|
     Herd.map(items, processes: WORKERS, prepare_heap: {compact: true}, finish: finish, &work)
   end,
-  # Not an option of herd: what Heap.prepare could do instead of compacting.
-  # Free slots between live objects are where a worker's first allocations
-  # land, each one copying a shared page; fill them first (the fillers are
-  # promoted to old with everything else by herd's heap preparation), so the
-  # workers allocate in pages of their own.
-  "herd + free slots filled first (proposal)" => lambda do |items, finish, &work|
-    filler = Array.new(GC.stat(:heap_free_slots)) { Object.new }
-    results = Herd.map(items, processes: WORKERS, finish: finish, &work)
-    filler.clear
-    results
+  # What herd's heap preparation (promotion + free slots filled) is worth.
+  "herd prepare_heap: false" => lambda do |items, finish, &work|
+    Herd.map(items, processes: WORKERS, prepare_heap: false, finish: finish, &work)
   end,
   "Parallel in_processes" => ->(items, finish, &work) { Parallel.map(items, in_processes: WORKERS, finish: finish, &work) }
 }.freeze
