@@ -19,4 +19,6 @@ Gem::Specification.new do |spec|
 
   # Progress bars for Herd.map(progress: true): the one every Ruby CLI already knows.
   spec.add_dependency "ruby-progressbar", "~> 1.13"
+  # The server speaks Rack: Rack::Builder loads config.ru, Rack::Lint checks our env in tests.
+  spec.add_dependency "rack", ">= 2.2", "< 4"
 end
