@@ -9,6 +9,7 @@ module Herd
   # anywhere on the line adds the backtrace.
   class CLI
     COMMANDS = {
+      "serve" => ["herd/cli/serve", "Serve", "run a Rack app: monitor, mold and workers (herd serve config.ru)"],
       "mem" => ["herd/cli/mem", "Mem", "memory of a process or process tree (PSS, USS, shared)"],
       "demo" => ["herd/cli/demo", "Demo", "show copy-on-write sharing: plain fork vs herd's fork"]
     }.freeze

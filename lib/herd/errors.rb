@@ -16,3 +16,8 @@ module Herd
   # Bad input on the command line; the CLI exits 2 on these.
   class UsageError < Error; end
 end
+
+module Herd
+  # The server's configuration (file or command line) is wrong; the message says how.
+  class ConfigError < Error; end
+end

@@ -1,0 +1,69 @@
+# frozen_string_literal: true
+
+require "optparse"
+require_relative "../server"
+
+module Herd
+  class CLI
+    # `herd serve [config.ru] [-c herd.rb] [options]`
+    class Serve
+      BANNER = "Usage: herd serve [config.ru] [-c herd.rb] [options]"
+
+      def initialize(out: $stdout, err: $stderr)
+        @out = out
+        @err = err
+      end
+
+      # @return [Integer] exit status
+      def run(argv)
+        config = parse(argv)
+        return 0 unless config
+
+        Server.run(config)
+      end
+
+      private
+
+      # Defaults, then the config file, then flags: flags win.
+      # @return [Server::Config, nil] nil after --help
+      def parse(argv)
+        flags = []
+        file = nil
+        parser = OptionParser.new do |opts|
+          opts.banner = BANNER
+          opts.on("-c", "--config FILE", "Ruby config file (see docs/CONFIGURATION.md)") { |path| file = path }
+          opts.on("-w", "--workers N", Integer, "worker processes (default: usable CPUs)") { |n| flags << ->(c) { c.workers = n } }
+          opts.on("-l", "--listen ADDRESS", "host:port, [ipv6]:port, port or unix:/path; repeatable (default localhost:8080)") do |address|
+            flags << ->(c) { c.add_listener(address) }
+          end
+          opts.on("-t", "--timeout SECONDS", Float, "kill a worker stuck in one request this long (default 30)") { |s| flags << ->(c) { c.timeout = s } }
+          opts.on("--access-log PATH", "one line per request (- for stdout)") do |path|
+            flags << ->(c) { c.access_log = (path == "-") ? @out : path }
+          end
+          opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
+            flags << ->(c) { c.subreaper = false }
+          end
+          opts.on("-h", "--help") do
+            @out.puts(opts)
+            return nil
+          end
+        end
+        rest = parser.parse(argv)
+        raise UsageError, "serve takes one Rack app file, got #{rest.join(" ")}" if rest.size > 1
+
+        build(file, rest.first, flags)
+      rescue OptionParser::ParseError => e
+        raise UsageError, "serve: #{e.message}"
+      end
+
+      def build(file, rackup, flags)
+        config = Server::Config.new
+        config.load_file(file) if file
+        config.rackup = rackup if rackup
+        config.subreaper = false if ENV["HERD_NO_SUBREAPER"] == "1"
+        flags.each { |flag| flag.call(config) }
+        config.validate!
+      end
+    end
+  end
+end

@@ -1,0 +1,19 @@
+# frozen_string_literal: true
+
+require_relative "../herd"
+require "herd/http"
+require_relative "server/config"
+require_relative "server/monitor"
+
+module Herd
+  # `herd serve`: a preforking Rack server with a monitor, a mold and sibling
+  # workers. See ARCHITECTURE.md and docs/CONFIGURATION.md.
+  module Server
+    # Runs a server until it is stopped.
+    # @param config [Config]
+    # @return [Integer] exit status
+    def self.run(config)
+      Monitor.new(config).run
+    end
+  end
+end

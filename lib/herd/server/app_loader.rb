@@ -1,0 +1,22 @@
+# frozen_string_literal: true
+
+module Herd
+  module Server
+    # Loads the Rack application, in the mold only: the monitor never does.
+    module AppLoader
+      # @return [#call]
+      # @raise [ConfigError] when the file is missing; anything the app raises propagates
+      def self.load(config)
+        return config.app if config.app
+
+        path = File.expand_path(config.rackup)
+        raise ConfigError, "no Rack app file at #{path}; pass one: herd serve path/to/config.ru" unless File.file?(path)
+
+        require "rack"
+        require "rack/builder"
+        app = Rack::Builder.parse_file(path)
+        app.is_a?(Array) ? app.first : app # Rack 2 returns [app, options]
+      end
+    end
+  end
+end

@@ -1,0 +1,70 @@
+# frozen_string_literal: true
+
+module Herd
+  module Server
+    # The monitor's view of one child process.
+    Child = Struct.new(:role, :number, :generation, :pid, :link, :state, :spawned_at, :busy_since, :busy_with,
+      :requests, keyword_init: true) do
+      def worker?
+        role == :worker
+      end
+
+      def mold?
+        role == :mold
+      end
+
+      def ready?
+        state == :ready
+      end
+
+      def to_s
+        name = mold? ? "mold (gen #{generation})" : "worker #{number} (gen #{generation})"
+        pid ? "#{name}, pid #{pid}" : name
+      end
+    end
+
+    # Every child the monitor knows, by link and by pid.
+    class Children
+      include Enumerable
+
+      def initialize
+        @all = []
+      end
+
+      def add(child)
+        @all << child
+        child
+      end
+
+      def delete(child)
+        @all.delete(child)
+        child.link&.close
+      end
+
+      def each(&block)
+        @all.dup.each(&block)
+      end
+
+      def workers
+        @all.select(&:worker?)
+      end
+
+      def molds
+        @all.select(&:mold?)
+      end
+
+      def by_pid(pid)
+        @all.find { |child| child.pid == pid }
+      end
+
+      def by_io(io)
+        @all.find { |child| child.link&.io == io }
+      end
+
+      # @return [Array<IO>] every link's descriptor (a new child closes them all but its own)
+      def ios
+        @all.filter_map { |child| child.link&.io unless child.link&.closed? }
+      end
+    end
+  end
+end

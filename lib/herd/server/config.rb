@@ -1,0 +1,145 @@
+# frozen_string_literal: true
+
+require_relative "../errors"
+require_relative "../cpu"
+require_relative "hooks"
+require_relative "listener"
+
+module Herd
+  module Server
+    # Everything `herd serve` is told: defaults, then the config file (a Ruby
+    # DSL, see docs/CONFIGURATION.md), then command-line flags.
+    class Config
+      DEFAULT_LISTEN = "localhost:8080"
+      HTTP_OPTIONS = %i[max_request_line max_header_count max_header_bytes max_body body_spool_threshold
+        read_timeout early_hints].freeze
+
+      attr_reader :hooks, :listen_specs, :http_options
+      attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
+        :access_log, :log_io, :subreaper
+
+      def initialize
+        @rackup = "config.ru"
+        @app = nil
+        @workers = CPU.count
+        @timeout = 30
+        @spawn_timeout = 30
+        @shutdown_timeout = 30
+        @prepare_heap = true
+        @access_log = nil
+        @log_io = $stderr
+        @subreaper = true
+        @listen_specs = []
+        @http_options = {}
+        @hooks = Hooks.new
+      end
+
+      # Reads a config file.
+      # @raise [ConfigError]
+      def load_file(path)
+        DSL.new(self).instance_eval(File.read(path), path, 1)
+        self
+      rescue Errno::ENOENT, Errno::EACCES => e
+        raise ConfigError, "cannot read config file #{path}: #{e.message}"
+      rescue ConfigError
+        raise
+      rescue ScriptError, StandardError => e
+        where = e.backtrace&.find { |line| line.start_with?(path) }
+        raise ConfigError, "config file #{where || path}: #{e.class}: #{e.message}"
+      end
+
+      # @return [Array<Listener::Spec>] the listeners to bind (the default when none given)
+      def listeners
+        @listen_specs.empty? ? [Listener::Spec.new(address: DEFAULT_LISTEN)] : @listen_specs
+      end
+
+      def add_listener(address, backlog: nil, reuseport: false, umask: nil)
+        spec = Listener::Spec.new(address: address.to_s, backlog: backlog, reuseport: reuseport, umask: umask)
+        spec.parse # refuse a bad address now, not at boot
+        @listen_specs << spec
+      end
+
+      # @raise [ConfigError] unless every value makes sense
+      def validate!
+        whole(:workers, @workers, 0)
+        %i[timeout spawn_timeout shutdown_timeout].each { |name| positive(name, public_send(name)) }
+        raise ConfigError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options" unless [true, false].include?(@prepare_heap) || @prepare_heap.is_a?(Hash)
+        self
+      end
+
+      private
+
+      def whole(name, value, min)
+        return if value.is_a?(Integer) && value >= min
+
+        raise ConfigError, "#{name} must be a whole number >= #{min}, got #{value.inspect}"
+      end
+
+      def positive(name, value)
+        return if value.is_a?(Numeric) && value.positive?
+
+        raise ConfigError, "#{name} must be a number of seconds > 0, got #{value.inspect}"
+      end
+
+      # The methods a config file may call.
+      class DSL
+        def initialize(config)
+          @config = config
+        end
+
+        # @param count [Integer] worker processes
+        def workers(count)
+          @config.workers = count
+        end
+
+        # @param address [String, Integer] "host:port", "[::1]:port", port, or "unix:/path"
+        def listen(address, backlog: nil, reuseport: false, umask: nil)
+          @config.add_listener(address, backlog: backlog, reuseport: reuseport, umask: umask)
+        end
+
+        # Seconds one request may take before the monitor SIGKILLs its worker.
+        def timeout(seconds)
+          @config.timeout = seconds
+        end
+
+        # Seconds a new mold or worker may take to say it is ready.
+        def spawn_timeout(seconds)
+          @config.spawn_timeout = seconds
+        end
+
+        # Seconds a graceful stop (QUIT/TERM) waits for in-flight requests.
+        def shutdown_timeout(seconds)
+          @config.shutdown_timeout = seconds
+        end
+
+        # The Rack app file (default config.ru).
+        def rackup(path)
+          @config.rackup = path
+        end
+
+        # true (default), false, or Herd::Heap.prepare options, e.g. {compact: true}
+        def prepare_heap(value = true, **options)
+          @config.prepare_heap = options.empty? ? value : options
+        end
+
+        # An access log: a path, an IO, or nil for none (the default).
+        def access_log(target)
+          @config.access_log = target
+        end
+
+        # HTTP limits: max_request_line, max_header_count, max_header_bytes,
+        # max_body, body_spool_threshold, read_timeout, early_hints.
+        def http(**options)
+          unknown = options.keys - HTTP_OPTIONS
+          raise ConfigError, "http: unknown option #{unknown.join(", ")}; known: #{HTTP_OPTIONS.join(", ")}" unless unknown.empty?
+
+          @config.http_options.update(options)
+        end
+
+        Hooks::NAMES.each do |name|
+          define_method(name) { |&block| @config.hooks.add(name, block) }
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+module Herd
+  module Server
+    # What hooks receive as `server`: the configuration, the log, and the
+    # monitor's pid.
+    Context = Struct.new(:config, :log, :monitor_pid, keyword_init: true)
+
+    # What hooks receive as `worker`.
+    WorkerInfo = Struct.new(:number, :generation, :pid, :requests, keyword_init: true) do
+      def to_s
+        "worker #{number} (gen #{generation})"
+      end
+    end
+
+    # What hooks receive as `mold`.
+    MoldInfo = Struct.new(:generation, :pid, keyword_init: true) do
+      def to_s
+        "mold (gen #{generation})"
+      end
+    end
+  end
+end

@@ -1,0 +1,41 @@
+# frozen_string_literal: true
+
+module Herd
+  module Server
+    # The configuration's hooks, run so that an exception in one is logged
+    # with its backtrace and contained: it never takes a process down.
+    class Hooks
+      NAMES = %i[before_fork after_mold_fork after_worker_fork after_worker_ready
+        after_request_complete before_worker_exit after_worker_exit].freeze
+
+      def initialize
+        @blocks = Hash.new { |hash, name| hash[name] = [] }
+      end
+
+      # @api private — the config DSL
+      def add(name, block)
+        raise ArgumentError, "unknown hook #{name.inspect}; hooks: #{NAMES.join(", ")}" unless NAMES.include?(name)
+        raise ArgumentError, "#{name} needs a block" unless block
+
+        @blocks[name] << block
+      end
+
+      # @return [Boolean] whether any block is registered for `name`
+      def any?(name)
+        !@blocks[name].empty?
+      end
+
+      # Runs every block for `name`; logs and swallows their exceptions.
+      def run(name, log, role, *args)
+        @blocks[name].each do |block|
+          block.call(*args)
+        rescue Exception => e # rubocop:disable Lint/RescueException -- a hook must never take the process down
+          raise if e.is_a?(SystemExit)
+
+          file, line = block.source_location
+          log.error(role, "#{name} hook (#{file}:#{line}) raised; carrying on", e)
+        end
+      end
+    end
+  end
+end

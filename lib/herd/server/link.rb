@@ -1,0 +1,82 @@
+# frozen_string_literal: true
+
+require "socket"
+
+module Herd
+  module Server
+    # One end of the socketpair between the monitor and one child (a mold or
+    # a worker): small Marshal'd messages, one per SOCK_SEQPACKET packet, so
+    # no framing and no partial reads; an IO can ride along with a message
+    # (SCM_RIGHTS), which is how a worker's end reaches the mold that forks it.
+    class Link
+      MAX_PACKET = 64 * 1024
+
+      # @return [Array(Link, Link)]
+      def self.pair
+        Socket.pair(:UNIX, :SEQPACKET).map { |socket| new(socket) }
+      end
+
+      attr_reader :io
+
+      def initialize(io)
+        @io = io
+        @ios = []
+      end
+
+      # @param io [IO, nil] sent along (the receiver gets its own descriptor)
+      # @return [Boolean] false when the peer is gone
+      def send_message(message, io: nil)
+        payload = Marshal.dump(message)
+        if io
+          @io.sendmsg(payload, 0, nil, Socket::AncillaryData.unix_rights(io))
+        else
+          @io.sendmsg(payload)
+        end
+        true
+      rescue Errno::EPIPE, Errno::ECONNRESET, Errno::ENOTCONN, IOError
+        false
+      end
+
+      # @return [Array(Array, Boolean)] messages available now, and whether the peer closed
+      def read_ready
+        messages = []
+        loop do
+          data, _, _, *controls = @io.recvmsg_nonblock(MAX_PACKET, 0, nil, scm_rights: true, exception: false)
+          return [messages, false] if data == :wait_readable
+          return [messages, true] if data.nil? || data.empty?
+
+          controls.each { |control| @ios.concat(control.unix_rights) if control.cmsg_is?(:SOCKET, :RIGHTS) }
+          messages << Marshal.load(data) # standard:disable Security/MarshalLoad -- our own processes over a private socketpair
+        end
+      rescue Errno::ECONNRESET, IOError
+        [messages, true]
+      end
+
+      # Blocks until a message arrives.
+      # @return [Array, nil] the message, nil when the peer closed
+      def receive(timeout: nil)
+        loop do
+          messages, closed = read_ready
+          @pending = (@pending || []).concat(messages)
+          return @pending.shift unless @pending.empty?
+          return nil if closed
+          return nil unless @io.wait_readable(timeout)
+        end
+      end
+
+      # @return [IO, nil] the next IO received along with a message
+      def take_io
+        @ios.shift
+      end
+
+      def close
+        @ios.each(&:close)
+        @io.close unless @io.closed?
+      end
+
+      def closed?
+        @io.closed?
+      end
+    end
+  end
+end

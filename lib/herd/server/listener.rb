@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+require "socket"
+
+module Herd
+  module Server
+    # A listening socket: TCP (IPv4 or IPv6) or a UNIX socket, bound by the
+    # monitor (or inherited from systemd) and shared by every worker.
+    class Listener
+      DEFAULT_BACKLOG = 1024
+
+      # What `listen` in the config or `--listen` on the command line says:
+      # "host:port", "[v6]:port", "port", or "unix:/path".
+      Spec = Struct.new(:address, :backlog, :reuseport, :umask, keyword_init: true) do
+        # @return [Array(Symbol, String, Integer)] [:tcp, host, port] or [:unix, path, nil]
+        def parse
+          text = address.to_s
+          return [:unix, text.delete_prefix("unix:"), nil] if text.start_with?("unix:")
+
+          host, port = if (match = text.match(/\A\[(?<host>[^\]]+)\]:(?<port>\d+)\z/))
+            [match[:host], match[:port]]
+          elsif text.match?(/\A\d+\z/)
+            ["127.0.0.1", text]
+          else
+            text.split(":", 2).then { |h, p| [h, p] }
+          end
+          raise ConfigError, "listen #{text.inspect}: expected host:port, [ipv6]:port, port or unix:/path" unless port&.match?(/\A\d+\z/) && !host.to_s.empty?
+
+          [:tcp, (host == "localhost") ? "127.0.0.1" : host, Integer(port, 10)]
+        end
+      end
+
+      # @return [Socket]
+      attr_reader :socket
+
+      # Binds the spec.
+      # @raise [ConfigError] when the address cannot be bound, saying why
+      def self.bind(spec)
+        kind, host_or_path, port = spec.parse
+        socket = (kind == :unix) ? bind_unix(host_or_path, spec) : bind_tcp(host_or_path, port, spec)
+        new(socket)
+      rescue SocketError, SystemCallError => e
+        raise ConfigError, "cannot listen on #{spec.address}: #{e.message}"
+      end
+
+      def self.bind_tcp(host, port, spec)
+        addrinfo = Addrinfo.tcp(host, port)
+        socket = Socket.new(addrinfo.afamily, :STREAM)
+        socket.setsockopt(:SOCKET, :REUSEADDR, true)
+        socket.setsockopt(:SOCKET, :REUSEPORT, true) if spec.reuseport
+        socket.setsockopt(:IPV6, :V6ONLY, true) if addrinfo.ipv6?
+        socket.bind(addrinfo)
+        socket.listen(spec.backlog || DEFAULT_BACKLOG)
+        socket
+      end
+
+      def self.bind_unix(path, spec)
+        remove_stale_socket(path)
+        socket = Socket.new(:UNIX, :STREAM)
+        previous = File.umask(spec.umask) if spec.umask
+        begin
+          socket.bind(Addrinfo.unix(path))
+        ensure
+          File.umask(previous) if previous
+        end
+        socket.listen(spec.backlog || DEFAULT_BACKLOG)
+        socket
+      end
+
+      # A socket file left by a dead server would make bind fail; one that a
+      # live server still answers on must not be stolen.
+      def self.remove_stale_socket(path)
+        return unless File.socket?(path)
+
+        UNIXSocket.new(path).close
+        raise Errno::EADDRINUSE, "#{path} (another server answers there)"
+      rescue Errno::ECONNREFUSED, Errno::ENOENT
+        File.unlink(path) if File.socket?(path)
+      end
+
+      # Wraps an inherited descriptor (systemd socket activation).
+      def self.inherit(fd)
+        new(Socket.for_fd(fd).tap { |socket| socket.autoclose = true })
+      end
+
+      def initialize(socket)
+        @socket = socket
+      end
+
+      # @return [Array(Socket, Addrinfo), nil] nil when another worker won the race
+      def accept
+        client, address = @socket.accept_nonblock(exception: false)
+        (client == :wait_readable) ? nil : [client, address]
+      rescue Errno::ECONNABORTED, Errno::EPROTO, Errno::EINTR
+        nil
+      end
+
+      # @return [Boolean]
+      def unix?
+        @socket.local_address.unix?
+      end
+
+      # @return [String] "http://127.0.0.1:8080" or "unix:/path"
+      def to_s
+        address = @socket.local_address
+        return "unix:#{address.unix_path}" if address.unix?
+
+        host = address.ipv6? ? "[#{address.ip_address}]" : address.ip_address
+        "http://#{host}:#{address.ip_port}"
+      end
+
+      # @return [String] for SERVER_NAME
+      def host
+        address = @socket.local_address
+        address.unix? ? "localhost" : address.ip_address
+      end
+
+      # @return [Integer] for SERVER_PORT
+      def port
+        address = @socket.local_address
+        address.unix? ? 0 : address.ip_port
+      end
+
+      def close
+        path = @socket.local_address.unix_path if unix?
+        @socket.close unless @socket.closed?
+        File.unlink(path) if path && File.socket?(path)
+      rescue SystemCallError, IOError
+        nil
+      end
+    end
+  end
+end

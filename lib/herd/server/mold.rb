@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+require_relative "../heap"
+require_relative "forking"
+require_relative "../linux"
+require_relative "app_loader"
+require_relative "context"
+require_relative "link"
+require_relative "worker"
+
+module Herd
+  module Server
+    # Loads the application, prepares the heap, and forks workers when the
+    # monitor asks. In a separate process under a subreaper (Linux), it forks
+    # each worker by double fork so the worker becomes the monitor's child;
+    # without one, the monitor plays this role itself and forks directly.
+    class Mold
+      attr_reader :info
+
+      def initialize(generation:, listeners:, context:)
+        @info = MoldInfo.new(generation: generation, pid: Process.pid)
+        @listeners = listeners
+        @context = context
+      end
+
+      # The mold process's life: boot, then serve spawn requests until the
+      # monitor says stop or goes away. Never returns.
+      # @param link [Link] to the monitor
+      def run(link)
+        @link = link
+        @info.pid = Process.pid
+        Process.setproctitle("herd mold (gen #{@info.generation})")
+        Linux.parent_death_signal("KILL")
+        exit!(1) if Process.ppid != @context.monitor_pid
+        trap("TERM") { exit!(0) }
+        trap("INT") { exit!(0) }
+        trap("QUIT") { exit!(0) }
+        %w[TTIN TTOU USR2 HUP].each { |name| trap(name, "DEFAULT") }
+        boot
+        @link.send_message([:hello, Process.pid, nil, @info.generation])
+        @link.send_message([:ready])
+        serve_requests
+        exit!(0)
+      rescue Exception => e # rubocop:disable Lint/RescueException -- report why the app did not boot, then leave
+        raise if e.is_a?(SystemExit)
+
+        log.error(role, "failed", e)
+        @link&.send_message([:boot_failed, "#{e.class}: #{e.message}"])
+        exit!(1)
+      end
+
+      # Loads the app and prepares the heap (also used in-process by a
+      # monitor without subreaper).
+      def boot
+        @app = AppLoader.load(config)
+        hooks.run(:after_mold_fork, log, role, @context, @info)
+        warn_about_threads
+        prepare_heap
+      end
+
+      # Forks worker `number`. With double_fork the worker is reparented to
+      # the monitor (the subreaper) and its pid is unknown here.
+      # @param worker_io [Socket] the worker's end of its link to the monitor
+      # @param in_child [#call] run first in the worker: close what it must not keep
+      # @return [Integer, nil] the worker's pid (single fork) or nil
+      def spawn_worker(number, generation, worker_io, double_fork:, in_child:)
+        hooks.run(:before_fork, log, role, @context, WorkerInfo.new(number: number, generation: generation, requests: 0))
+        start = proc do
+          in_child.call
+          Worker.new(number: number, generation: generation, link: Link.new(worker_io), listeners: @listeners,
+            app: @app, context: @context).run
+        end
+        pid = Forking.fork_quietly do
+          next start.call unless double_fork
+
+          Forking.fork_quietly(&start)
+          exit!(0)
+        end
+        Process.wait(pid) if double_fork
+        worker_io.close
+        double_fork ? nil : pid
+      end
+
+      private
+
+      def serve_requests
+        while (message = @link.receive)
+          case message.first
+          when :spawn_worker
+            _, number, generation = message
+            io = @link.take_io
+            spawn_worker(number, generation, io, double_fork: true, in_child: -> { @link.io.close }) if io
+          when :stop then break
+          end
+        end
+      end
+
+      def prepare_heap
+        option = config.prepare_heap
+        return unless option
+
+        @heap_report = Heap.prepare(fill_free_slots: true, **(option.is_a?(Hash) ? option : {}))
+        log.info(role, @heap_report.to_s)
+      end
+
+      # Threads do not survive fork: a worker would start without them.
+      def warn_about_threads
+        others = Thread.list.reject { |thread| thread == Thread.current || !thread.alive? }
+        return if others.empty?
+
+        names = others.map { |thread| thread.name || thread.inspect }
+        log.info(role, "warning: #{others.size} other thread(s) alive at boot (#{names.join(", ")}); " \
+          "they will not exist in workers. Start them in after_worker_fork instead.")
+      end
+
+      def role
+        @info.to_s
+      end
+
+      def config
+        @context.config
+      end
+
+      def hooks
+        config.hooks
+      end
+
+      def log
+        @context.log
+      end
+    end
+  end
+end

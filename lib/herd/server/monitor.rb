@@ -1,0 +1,366 @@
+# frozen_string_literal: true
+
+require_relative "../linux"
+require_relative "children"
+require_relative "context"
+require_relative "forking"
+require_relative "link"
+require_relative "listener"
+require_relative "log"
+require_relative "mold"
+require_relative "signal_queue"
+require_relative "systemd"
+
+module Herd
+  module Server
+    # The process `herd serve` starts. It never loads the application: it
+    # binds the listeners, becomes a child subreaper, spawns the mold, asks it
+    # for workers, watches them (timeouts, deaths), reaps every child, known
+    # or not, and turns signals into decisions. One thread, one IO.select.
+    class Monitor
+      SIGNALS = %w[QUIT TERM INT TTIN TTOU CHLD USR2 HUP].freeze
+      TICK = 0.2
+      IMMEDIATE_GRACE = 2
+      MAX_BOOT_FAILURES = 3
+      ROLE = "monitor"
+
+      # @param config [Config]
+      def initialize(config, log: Log.new(config.log_io))
+        @config = config
+        @log = log
+        @children = Children.new
+        @generation = 0
+        @boot_failures = 0
+        @worker_failures = 0
+        @next_mold_at = 0.0
+        @next_worker_at = 0.0
+        @state = :running
+        @exit_status = 0
+      end
+
+      # Serves until stopped.
+      # @return [Integer] the exit status
+      def run
+        @config.validate!
+        @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid)
+        Process.setproctitle("herd monitor")
+        @listeners = open_listeners
+        @target = @config.workers
+        choose_process_model
+        @signals = SignalQueue.new(SIGNALS)
+        supervise
+        @exit_status
+      ensure
+        shut_down_hard
+      end
+
+      private
+
+      def open_listeners
+        fds = Systemd.listen_fds
+        listeners = fds.empty? ? @config.listeners.map { |spec| Listener.bind(spec) } : fds.map { |fd| Listener.inherit(fd) }
+        how = fds.empty? ? "listening on" : "listening (systemd socket) on"
+        listeners.each { |listener| @log.info(ROLE, "#{how} #{listener}") }
+        listeners
+      end
+
+      # A subreaper lets the mold's double-forked workers become our children;
+      # without one (not Linux), we load the app here and fork workers ourselves.
+      def choose_process_model
+        if @config.subreaper && Linux.child_subreaper!
+          @log.info(ROLE, "child subreaper; workers will be forked by the mold")
+        else
+          @log.info(ROLE, "no child subreaper (not Linux, or disabled): plain preload, " \
+            "the monitor loads the app and forks workers itself; reforking is not available")
+          @local_mold = Mold.new(generation: @generation, listeners: @listeners, context: @context)
+          @local_mold.boot
+        end
+      end
+
+      def supervise
+        loop do
+          @signals.drain.each { |signal| on_signal(signal) }
+          reap
+          break if @state == :stopping && @children.none?
+
+          maintain if @state == :running
+          enforce_deadlines
+          wait
+        end
+        @log.info(ROLE, "stopped")
+      end
+
+      # --- keeping the right processes alive -----------------------------
+
+      def maintain
+        return spawn_mold if @local_mold.nil? && @children.molds.empty? && now >= @next_mold_at
+
+        retire_extra_workers
+        spawn_missing_workers
+        announce_ready
+      end
+
+      def spawn_mold
+        mine, theirs = Link.pair
+        mold = Mold.new(generation: @generation, listeners: @listeners, context: @context)
+        pid = Forking.fork_quietly do
+          leave_monitor([mine.io])
+          mold.run(theirs)
+        end
+        theirs.close
+        @children.add(Child.new(role: :mold, generation: @generation, pid: pid, link: mine, state: :spawning,
+          spawned_at: now))
+        @log.info(ROLE, "mold (gen #{@generation}) spawned as pid #{pid}")
+      end
+
+      def spawn_missing_workers
+        return if now < @next_worker_at
+
+        mold = @children.molds.find(&:ready?)
+        return unless mold || @local_mold
+
+        missing = (0...@target).to_a - @children.workers.map(&:number)
+        missing.each { |number| spawn_worker(number, mold) }
+      end
+
+      def spawn_worker(number, mold)
+        mine, theirs = Link.pair
+        child = Child.new(role: :worker, number: number, generation: @generation, link: mine, state: :spawning,
+          spawned_at: now, requests: 0)
+        if mold
+          sent = mold.link.send_message([:spawn_worker, number, @generation], io: theirs.io)
+          theirs.close
+          return mine.close unless sent
+        else
+          child.pid = @local_mold.spawn_worker(number, @generation, theirs.io, double_fork: false,
+            in_child: -> { leave_monitor([mine.io]) })
+        end
+        @children.add(child)
+      end
+
+      # First thing in a child forked by the monitor: none of the monitor's
+      # signal handlers, and none of its links to other children (a sibling
+      # holding one would hide that child's death from us).
+      def leave_monitor(extra_ios)
+        @signals.reset_in_child
+        (@children.ios + extra_ios).each { |io| io.close unless io.closed? }
+      end
+
+      def retire_extra_workers
+        @children.workers.each do |child|
+          next if child.number < @target || child.state == :stopping
+
+          child.state = :stopping
+          child.link.send_message([:stop])
+          @log.info(ROLE, "#{child} asked to stop (workers: #{@target})")
+        end
+      end
+
+      def announce_ready
+        return if @announced || @target.zero? || @children.workers.count(&:ready?) < @target
+
+        @announced = true
+        @log.info(ROLE, "ready: #{@target} workers serving #{@listeners.join(", ")}")
+        Systemd.notify("READY=1\nSTATUS=#{@target} workers")
+      end
+
+      # --- what the children say ------------------------------------------
+
+      def wait
+        ready, = IO.select([@signals.io] + @children.ios, nil, nil, TICK)
+        return unless ready
+
+        ready.each do |io|
+          next if io == @signals.io
+
+          child = @children.by_io(io)
+          next unless child
+
+          messages, closed = child.link.read_ready
+          messages.each { |message| on_message(child, message) }
+          on_link_closed(child) if closed
+        end
+      end
+
+      def on_message(child, message)
+        case message.first
+        when :hello then child.pid ||= message[1]
+        when :ready then on_ready(child)
+        when :busy
+          child.busy_since = now
+          child.busy_with = message[1]
+        when :idle
+          child.busy_since = nil
+          child.requests = message[1]
+        when :boot_failed then @last_boot_error = message[1]
+        end
+      end
+
+      def on_ready(child)
+        return if child.state == :stopping
+
+        child.state = :ready
+        @log.info(ROLE, "#{child} ready")
+        if child.mold?
+          @boot_failures = 0
+        else
+          @worker_failures = 0
+          @mold_deaths = 0
+        end
+      end
+
+      # The child closed its link: it exited (reaped soon) or never told us
+      # its pid (it died while starting).
+      def on_link_closed(child)
+        child.link.close
+        return if child.pid
+
+        @children.delete(child)
+        @log.info(ROLE, "#{child} died while starting")
+        worker_failed if @state == :running
+      end
+
+      # --- deaths ------------------------------------------------------------
+
+      def reap
+        loop do
+          pid, status = Process.waitpid2(-1, Process::WNOHANG)
+          break unless pid
+
+          child = @children.by_pid(pid)
+          child ? on_exit(child, status) : @log.info(ROLE, "reaped pid #{pid} (#{describe(status)}), not one of ours")
+        end
+      rescue Errno::ECHILD
+        nil
+      end
+
+      def on_exit(child, status)
+        @children.delete(child)
+        @log.info(ROLE, "#{child} #{describe(status)}")
+        if child.worker?
+          info = WorkerInfo.new(number: child.number, generation: child.generation, pid: child.pid, requests: child.requests)
+          @config.hooks.run(:after_worker_exit, @log, ROLE, @context, info, status)
+          worker_failed if child.state == :spawning && @state == :running
+        elsif @state == :running
+          (child.state == :spawning) ? mold_failed : mold_died
+        end
+      end
+
+      # A mold that dies after booting is replaced, with a growing pause if
+      # it keeps dying; the workers go on serving meanwhile.
+      def mold_died
+        @mold_deaths = (@mold_deaths || 0) + 1
+        delay = [0.1 * (2**@mold_deaths), 10].min
+        @next_mold_at = now + delay
+        @log.info(ROLE, "replacing the mold in #{delay.round(1)}s; workers keep serving")
+      end
+
+      def mold_failed
+        @boot_failures += 1
+        if @boot_failures >= MAX_BOOT_FAILURES
+          @log.error(ROLE, "the application failed to boot #{@boot_failures} times in a row " \
+            "(last error: #{@last_boot_error || "see above"}); giving up")
+          @exit_status = 1
+          return stop(:immediate)
+        end
+        delay = [0.5 * (2**@boot_failures), 10].min
+        @next_mold_at = now + delay
+        @log.info(ROLE, "mold failed to boot; retrying in #{delay}s")
+      end
+
+      # A crash loop must not become a fork bomb: back off, up to 10 s.
+      def worker_failed
+        @worker_failures += 1
+        delay = [0.1 * (2**@worker_failures), 10].min
+        @next_worker_at = now + delay
+      end
+
+      def describe(status)
+        return "exited with status #{status.exitstatus}" if status.exited?
+
+        "was killed by SIG#{Signal.signame(status.termsig)}"
+      end
+
+      # --- timeouts ----------------------------------------------------------
+
+      def enforce_deadlines
+        return kill_all("shutdown timeout reached") if @stop_deadline && now > @stop_deadline
+
+        @children.each do |child|
+          if child.busy_since && now - child.busy_since > @config.timeout
+            @log.info(ROLE, "#{child} timed out after #{@config.timeout}s on #{child.busy_with}; killing it")
+            child.busy_since = nil
+            kill(child)
+          elsif child.state == :spawning && now - child.spawned_at > @config.spawn_timeout
+            @log.info(ROLE, "#{child} was not ready within spawn_timeout (#{@config.spawn_timeout}s); killing it")
+            child.state = :stopping
+            child.pid ? kill(child) : on_link_closed(child)
+          end
+        end
+      end
+
+      def kill(child, signal = :KILL)
+        Process.kill(signal, child.pid) if child.pid
+      rescue Errno::ESRCH
+        nil
+      end
+
+      def kill_all(reason)
+        @log.info(ROLE, "#{reason}: killing #{@children.count} process(es)") if @children.any?
+        @children.each { |child| kill(child) }
+        @stop_deadline = nil
+      end
+
+      # --- signals -----------------------------------------------------------
+
+      def on_signal(signal)
+        case signal
+        when "QUIT", "TERM" then stop(:graceful, signal)
+        when "INT" then stop(:immediate, signal)
+        when "TTIN" then resize(@target + 1)
+        when "TTOU" then resize([@target - 1, 0].max)
+        when "USR2" then @log.info(ROLE, "USR2 is reserved for reforking, which is not available yet; ignored")
+        when "HUP" then @log.info(ROLE, "HUP ignored (restart the service to load new code)")
+        end
+      end
+
+      def resize(target)
+        return if @state != :running || target == @target
+
+        @log.info(ROLE, "workers: #{@target} -> #{target}")
+        @target = target
+      end
+
+      def stop(how, signal = nil)
+        return if @state == :stopping && how == :graceful
+
+        @state = :stopping
+        Systemd.notify("STOPPING=1")
+        if how == :graceful
+          @log.info(ROLE, "#{signal}: graceful stop, waiting up to #{@config.shutdown_timeout}s for requests in flight")
+          @children.each { |child| child.link.send_message([:stop]) unless child.link.closed? }
+          @stop_deadline = now + @config.shutdown_timeout
+        else
+          @log.info(ROLE, "#{signal || "giving up"}: immediate stop")
+          @children.each { |child| kill(child, :TERM) }
+          @stop_deadline = now + IMMEDIATE_GRACE
+        end
+      end
+
+      # Whatever happened, no child outlives the monitor.
+      def shut_down_hard
+        @children.each { |child| kill(child) }
+        @children.each do |child|
+          Process.wait(child.pid) if child.pid
+        rescue Errno::ECHILD
+          nil
+        end
+        @listeners&.each(&:close)
+      end
+
+      def now
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+    end
+  end
+end

@@ -1,0 +1,132 @@
+# frozen_string_literal: true
+
+require_relative "../linux"
+require_relative "context"
+require_relative "access_log"
+
+module Herd
+  module Server
+    # A worker process: accepts connections and serves one request at a time.
+    # Control messages from the monitor (soft signals) are read between
+    # requests, so a request is never interrupted by them.
+    class Worker
+      # @param link [Link] to the monitor
+      # @param listeners [Array<Listener>]
+      # @param app [#call]
+      # @param context [Context]
+      def initialize(number:, generation:, link:, listeners:, app:, context:)
+        @info = WorkerInfo.new(number: number, generation: generation, pid: Process.pid, requests: 0)
+        @link = link
+        @listeners = listeners
+        @app = app
+        @context = context
+        @stopping = false
+      end
+
+      # Serves until told to stop or orphaned; never returns.
+      def run
+        title
+        adopted_by_monitor
+        trap_signals
+        hooks.run(:after_worker_fork, log, role, @context, @info)
+        @handler = HTTP::Handler.new(@app, HTTP::Options.new(**config.http_options))
+        @access_log = AccessLog.open(config.access_log)
+        @link.send_message([:hello, Process.pid, @info.number, @info.generation])
+        @link.send_message([:ready])
+        hooks.run(:after_worker_ready, log, role, @context, @info)
+        serve
+        hooks.run(:before_worker_exit, log, role, @context, @info)
+        exit!(0)
+      rescue Exception => e # rubocop:disable Lint/RescueException -- log why, then leave; the monitor replaces us
+        log.error(role, "crashed", e) unless e.is_a?(SystemExit) || e.is_a?(SignalException)
+        exit!(1)
+      end
+
+      private
+
+      # After the double fork our parent is the monitor (the subreaper) only
+      # once the middle process has exited: wait for that, then ask to die
+      # with the monitor. PR_SET_PDEATHSIG set earlier would fire at the
+      # middle process's exit.
+      def adopted_by_monitor
+        monitor = @context.monitor_pid
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + config.spawn_timeout
+        sleep 0.001 while Process.ppid != monitor && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+        Linux.parent_death_signal("KILL")
+        exit!(1) if Process.ppid != monitor
+      end
+
+      def trap_signals
+        trap("QUIT") { @stopping = true }
+        trap("TERM") { exit!(0) }
+        trap("INT") { exit!(0) }
+        %w[TTIN TTOU USR2 HUP CHLD].each { |name| trap(name, "DEFAULT") }
+      end
+
+      def serve
+        sockets = @listeners.to_h { |listener| [listener.socket, listener] }
+        watched = sockets.keys + [@link.io]
+        until @stopping
+          ready, = IO.select(watched, nil, nil, 1)
+          next unless ready
+
+          ready.each do |io|
+            break if @stopping
+
+            (io == @link.io) ? read_link : accept(sockets.fetch(io))
+          end
+        end
+      end
+
+      def accept(listener)
+        client, address = listener.accept
+        return unless client
+
+        serve_client(client, address, listener)
+        read_link
+      end
+
+      def serve_client(client, address, listener)
+        remote = address&.ip? ? address.ip_address : "127.0.0.1"
+        exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
+          server_port: listener.port, url_scheme: "http") do |method, target|
+          @link.send_message([:busy, "#{method} #{target}"])
+        end
+        @info.requests += 1
+        @link.send_message([:idle, @info.requests])
+        title
+        @access_log&.record(remote, exchange)
+        hooks.run(:after_request_complete, log, role, @context, @info, exchange)
+      end
+
+      def read_link
+        messages, closed = @link.read_ready
+        messages.each { |message| @stopping = true if message.first == :stop }
+        return unless closed
+
+        log.info(role, "the monitor is gone; exiting")
+        exit!(0)
+      end
+
+      def title
+        Process.setproctitle("herd worker #{@info.number} (gen #{@info.generation}) requests=#{@info.requests}")
+      end
+
+      def role
+        @info.to_s
+      end
+
+      def config
+        @context.config
+      end
+
+      def hooks
+        config.hooks
+      end
+
+      def log
+        @context.log
+      end
+    end
+  end
+end
