@@ -123,8 +123,10 @@ module Herd
         while runs < max_gc_runs
           counts = census
           # Stop when done, or when a GC promoted nothing more: a few dozen
-          # objects (the GC's own, this method's) are always young.
-          break if mostly_old?(counts, young_ratio) || (young && counts[:young] >= young)
+          # objects (the GC's own, this method's) are always young. An object
+          # needs three GCs to be promoted, so only from the third on does an
+          # unchanged count mean nothing is left to promote.
+          break if mostly_old?(counts, young_ratio) || (runs >= 3 && counts[:young] >= young)
 
           young = counts[:young]
           # A minor GC ages every young object as much as a full one does, and

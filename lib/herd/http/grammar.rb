@@ -15,11 +15,6 @@ module Herd
       # are done).
       INVALID_FIELD_VALUE = /[\x00-\x08\x0A-\x1F\x7F]/n
 
-      # One header line: no whitespace before the colon (RFC 9112 §5.1), optional
-      # whitespace after it, a value without control characters. Trailing
-      # whitespace is stripped by the caller (cheaper than a lazy match).
-      FIELD_LINE = /\G([#{TCHAR}]+):[ \t]*([^\x00-\x08\x0A-\x1F\x7F]*)\r\n/n
-
       # Host (and the authority of an absolute-form target): reg-name, IPv4 or an
       # IP literal, optional port; no userinfo. The same set Rack::Lint accepts.
       HOST = /\A(?:\[[0-9A-Fa-f:.]+\]|(?:%\h\h|[A-Za-z0-9\-._~!$&'()*+,;=])*)(?::\d*)?\z/n

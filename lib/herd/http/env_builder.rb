@@ -1,0 +1,55 @@
+# frozen_string_literal: true
+
+require "rack/version"
+require_relative "../version"
+
+module Herd
+  module HTTP
+    # Turns a parsed {Request} and its body into a Rack environment (Rack 3
+    # SPEC; the Rack 2 keys too when Rack 2 is loaded).
+    class EnvBuilder
+      SERVER_SOFTWARE = "herd/#{Herd::VERSION}"
+      RACK2 = Gem::Version.new(Rack.release) < Gem::Version.new("3")
+
+      # @param options [Options]
+      def initialize(options)
+        @errors = options.errors
+      end
+
+      # The request's header hash becomes the env (no copy).
+      # @param request [Request]
+      # @param input [IO] rack.input
+      # @param input_size [Integer] body bytes; CONTENT_LENGTH for a chunked body
+      # @param trailers [Hash, nil] env-keyed trailers of a chunked body, as env["herd.trailers"]
+      # @return [Hash]
+      def build(request, input, input_size:, trailers:, remote_addr:, server_name:, server_port:, url_scheme:)
+        env = request.headers
+        if request.chunked
+          # The application gets the decoded body: a length, not a coding.
+          env.delete("HTTP_TRANSFER_ENCODING")
+          env["CONTENT_LENGTH"] = input_size.to_s
+          env["herd.trailers"] = trailers || {}
+        end
+        env["REQUEST_METHOD"] = request.method
+        env["SCRIPT_NAME"] = ""
+        env["PATH_INFO"] = request.path
+        env["QUERY_STRING"] = request.query
+        env["SERVER_NAME"] = server_name
+        env["SERVER_PORT"] = server_port.to_s
+        env["SERVER_PROTOCOL"] = request.version
+        env["SERVER_SOFTWARE"] = SERVER_SOFTWARE
+        env["REMOTE_ADDR"] = remote_addr
+        env["rack.url_scheme"] = url_scheme
+        env["rack.input"] = input
+        env["rack.errors"] = @errors
+        env["rack.hijack?"] = true
+        env["rack.response_finished"] = []
+        env["rack.multithread"] = false
+        env["rack.multiprocess"] = true
+        env["rack.run_once"] = false
+        env["rack.version"] = Rack::VERSION if RACK2
+        env
+      end
+    end
+  end
+end

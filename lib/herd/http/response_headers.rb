@@ -1,0 +1,104 @@
+# frozen_string_literal: true
+
+require "rack/version"
+require_relative "grammar"
+require_relative "errors"
+
+module Herd
+  module HTTP
+    # Checks and serializes the headers an application returned. Nothing is
+    # written until every name and value is known to be safe: a CR or LF in a
+    # value would let whoever controls it add headers or a second response.
+    #
+    # The framing headers (content-length, transfer-encoding) and the
+    # connection headers are noted, not trusted blindly: herd decides framing
+    # and always closes the connection.
+    class ResponseHeaders
+      include Grammar
+
+      # Rack 2 joined multiple values with "\n" (set-cookie); Rack 3 uses Arrays
+      # and forbids newlines. Splitting is safe (each piece becomes its own
+      # line under the same name), so it is done when Rack 2 is loaded.
+      SPLIT_NEWLINES = Gem::Version.new(Rack.release) < Gem::Version.new("3")
+      HOP_BY_HOP = %w[connection keep-alive].freeze
+      DIGITS = /\A\d+\z/
+
+      # @return [String] "name: value\r\n" lines
+      attr_reader :lines
+      # @return [Integer, nil] the application's content-length
+      attr_reader :content_length
+      # @return [Boolean] whether the application set transfer-encoding itself
+      attr_reader :transfer_encoding
+      # @return [Boolean] whether the application set a date
+      attr_reader :date
+      # @return [String, nil] the application's connection header (kept for 101 only)
+      attr_reader :connection
+      # @return [#call, nil] the rack.hijack response header (partial hijack)
+      attr_reader :hijack
+
+      # @param headers [Hash] the application's headers
+      # @param split_newlines [Boolean] Rack 2 behaviour (see {SPLIT_NEWLINES})
+      # @raise [InvalidResponse]
+      def initialize(headers, split_newlines: SPLIT_NEWLINES)
+        raise InvalidResponse, "headers are a #{headers.class}, not a Hash" unless headers.respond_to?(:each_pair)
+
+        @split_newlines = split_newlines
+        @lines = +""
+        @content_length = nil
+        @transfer_encoding = false
+        @date = false
+        headers.each_pair { |name, value| add(name, value) }
+      end
+
+      private
+
+      def add(name, value)
+        raise InvalidResponse, "header name #{name.inspect} is not a String" unless name.is_a?(String)
+        return special(name, value) if name.start_with?("rack.")
+        raise InvalidResponse, "header name #{name.inspect} is not a token" unless TOKEN.match?(name)
+
+        key = name.downcase
+        items = values(name, value)
+        items.each do |item|
+          raise InvalidResponse, "header #{name} has a control character (CR, LF, NUL...) in #{item.inspect}" if INVALID_FIELD_VALUE.match?(item)
+        end
+        if HOP_BY_HOP.include?(key)
+          @connection = items.join(", ") if key == "connection"
+          return
+        end
+        items.each do |item|
+          note(key, item)
+          @lines << name << ": " << item << "\r\n"
+        end
+      end
+
+      # Headers starting with "rack." talk to the server and are never sent.
+      def special(name, value)
+        @hijack = value if name == "rack.hijack"
+      end
+
+      def values(name, value)
+        list = value.is_a?(Array) ? value : [value]
+        list.flat_map do |item|
+          raise InvalidResponse, "header #{name} has a #{item.class} value" unless item.is_a?(String) || item.is_a?(Numeric)
+
+          item = item.to_s
+          @split_newlines ? item.split("\n") : item
+        end
+      end
+
+      def note(key, value)
+        case key
+        when "content-length"
+          raise InvalidResponse, "content-length #{value.inspect} is not a number" unless DIGITS.match?(value)
+          raise InvalidResponse, "two different content-length values" if @content_length && @content_length != value.to_i
+
+          @content_length = value.to_i
+        when "transfer-encoding" then @transfer_encoding = true
+        when "date" then @date = true
+        end
+        raise InvalidResponse, "both content-length and transfer-encoding" if @content_length && @transfer_encoding
+      end
+    end
+  end
+end

@@ -1,0 +1,242 @@
+# frozen_string_literal: true
+
+require "rack/utils"
+require_relative "errors"
+require_relative "http_date"
+require_relative "response_headers"
+require_relative "body_stream"
+
+module Herd
+  module HTTP
+    # Writes one response on the client socket: status line, headers (checked
+    # first by {ResponseHeaders}), framing, body. Every response says
+    # `connection: close`.
+    #
+    # Framing, when the application did not set content-length or
+    # transfer-encoding itself:
+    # - no body for HEAD, 1xx, 204 and 304 (the body is not iterated);
+    # - a body responding to #to_ary (an Array): content-length computed, one write;
+    # - a body responding to #to_path (a file): content-length from its size, sent with sendfile (IO.copy_stream);
+    # - any other body: chunked for HTTP/1.1, delimited by closing the connection for HTTP/1.0;
+    # - a streaming body (#call, not #each): the same, through a {BodyStream}.
+    class ResponseWriter
+      CRLF = "\r\n"
+      CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n"
+      LAST_CHUNK = "0\r\n\r\n"
+      REASONS = Rack::Utils::HTTP_STATUS_CODES
+      CLIENT_GONE = [Errno::EPIPE, Errno::ECONNRESET, Errno::ENOTCONN, Errno::ESHUTDOWN, IOError].freeze
+      # A response with this many Array parts or fewer goes out in one write(2).
+      MAX_GATHERED_PARTS = 64
+
+      # @return [Integer] body bytes written
+      attr_reader :bytes_sent
+      # @return [#call, nil] the rack.hijack response header, once the head was written for it
+      attr_reader :hijack
+      # @return [Integer, nil] the status written, nil before
+      attr_reader :status
+
+      # @param io [IO] the client socket
+      # @param http11 [Boolean] whether the client speaks HTTP/1.1 (chunked responses)
+      # @param head_request [Boolean] whether the request was HEAD (no body)
+      def initialize(io, http11: true, head_request: false)
+        @io = io
+        @http11 = http11
+        @head_request = head_request
+        @bytes_sent = 0
+        @committed = false
+        @detached = false
+      end
+
+      # @return [Boolean] whether the status line was written: from then on an error can only cut the response short
+      def committed?
+        @committed
+      end
+
+      # Full hijack: the application owns the socket, nothing more is written.
+      def detach
+        @detached = true
+      end
+
+      # @return [Boolean]
+      def detached?
+        @detached
+      end
+
+      # Writes 100 Continue (the client waits for it before sending its body).
+      def continue
+        write_raw(CONTINUE)
+      end
+
+      # Writes a 103 Early Hints response (HTTP/1.1 only; ignored once the
+      # final response has started or the socket was hijacked).
+      # @param headers [Hash] e.g. {"link" => "</app.css>; rel=preload; as=style"}
+      # @raise [InvalidResponse] for headers that could not be sent
+      def early_hints(headers)
+        return if @committed || @detached || !@http11
+
+        write_raw("HTTP/1.1 103 Early Hints\r\n", ResponseHeaders.new(headers).lines, CRLF)
+      rescue ClientDisconnected
+        nil # the final response will find out
+      end
+
+      # Writes a short plain-text response for an error (4xx/5xx).
+      # @param status [Integer]
+      def error(status)
+        reason = REASONS.fetch(status, "Error")
+        body = "#{reason}\n"
+        @committed = true
+        @status = status
+        write_raw(
+          "HTTP/1.1 #{status} #{reason}\r\ncontent-type: text/plain\r\ncontent-length: #{body.bytesize}\r\n" \
+          "date: #{HTTPDate.now}\r\nconnection: close\r\n\r\n",
+          @head_request ? "" : body
+        )
+      end
+
+      # Writes the application's response. Nothing is written if the status or
+      # the headers are invalid. For a partial hijack only the head is written
+      # and {#hijack} is set: the caller hands it the socket.
+      # @param status [Integer]
+      # @param headers [Hash]
+      # @param body [#each, #call]
+      # @raise [InvalidResponse] nothing was written
+      # @raise [ClientDisconnected]
+      # @raise [Exception] whatever the body raises while iterated
+      def write(status, headers, body)
+        raise InvalidResponse, "status #{status.inspect} is not an Integer in 100..999" unless status.is_a?(Integer) && status.between?(100, 999)
+
+        fields = ResponseHeaders.new(headers)
+        if fields.hijack
+          write_head(status, fields)
+          @hijack = fields.hijack
+        elsif @head_request || status < 200 || status == 204 || status == 304
+          write_head(status, fields)
+        elsif fields.content_length || fields.transfer_encoding
+          write_as_is(status, fields, body)
+        else
+          write_framed(status, fields, body)
+        end
+      end
+
+      private
+
+      # The application framed the body itself (content-length or transfer-encoding).
+      def write_as_is(status, fields, body)
+        path = file_path(body)
+        if path && fields.content_length == File.size(path)
+          write_head(status, fields)
+          send_file(path, fields.content_length)
+        elsif body.respond_to?(:each)
+          write_head(status, fields)
+          body.each { |part| write_part(part) }
+        else
+          stream(status, fields, body, chunked: false)
+        end
+      end
+
+      def write_framed(status, fields, body)
+        if body.respond_to?(:to_ary)
+          write_array(status, fields, body.to_ary)
+        elsif (path = file_path(body))
+          size = File.size(path)
+          write_head(status, fields, "content-length: #{size}\r\n")
+          send_file(path, size)
+        elsif body.respond_to?(:each)
+          write_head(status, fields, @http11 ? "transfer-encoding: chunked\r\n" : nil)
+          body.each { |part| @http11 ? write_chunk(part) : write_part(part) }
+          write_raw(LAST_CHUNK) if @http11
+        else
+          stream(status, fields, body, chunked: @http11)
+        end
+      end
+
+      def write_array(status, fields, parts)
+        raise InvalidResponse, "body part is a #{parts.find { |p| !p.is_a?(String) }.class}, not a String" unless parts.all?(String)
+
+        length = parts.sum(&:bytesize)
+        head = head(status, fields, "content-length: #{length}\r\n")
+        @committed = true
+        @status = status
+        if parts.size <= MAX_GATHERED_PARTS
+          write_raw(head, *parts)
+        else
+          write_raw(head)
+          parts.each { |part| write_raw(part) }
+        end
+        @bytes_sent += length
+      end
+
+      def stream(status, fields, body, chunked:)
+        raise InvalidResponse, "body responds to neither #each nor #call" unless body.respond_to?(:call)
+
+        write_head(status, fields, chunked ? "transfer-encoding: chunked\r\n" : nil)
+        stream = BodyStream.new(@io, chunked: chunked)
+        begin
+          body.call(stream)
+          stream.finish
+        ensure
+          @bytes_sent += stream.bytes_written
+        end
+      end
+
+      def write_head(status, fields, framing = nil)
+        head = head(status, fields, framing)
+        @committed = true
+        @status = status
+        write_raw(head)
+      end
+
+      def head(status, fields, framing)
+        head = +"HTTP/1.1 #{status} #{REASONS[status]}\r\n"
+        head << fields.lines
+        head << framing if framing
+        head << "date: " << HTTPDate.now << CRLF unless fields.date
+        # 101 Switching Protocols carries the application's "connection: upgrade".
+        head << "connection: " << ((status == 101 && fields.connection) || "close") << CRLF
+        head << CRLF
+      end
+
+      def write_chunk(part)
+        part = string_part(part)
+        return if part.empty?
+
+        write_raw(part.bytesize.to_s(16), CRLF, part, CRLF)
+        @bytes_sent += part.bytesize
+      end
+
+      def write_part(part)
+        part = string_part(part)
+        return if part.empty?
+
+        write_raw(part)
+        @bytes_sent += part.bytesize
+      end
+
+      def string_part(part)
+        raise InvalidResponse, "body yielded a #{part.class}, not a String" unless part.is_a?(String)
+
+        part
+      end
+
+      # @return [String, nil] the file a body stands for (Rack SPEC #to_path)
+      def file_path(body)
+        return nil unless body.respond_to?(:to_path)
+
+        path = body.to_path
+        path if path.is_a?(String) && File.file?(path)
+      end
+
+      def send_file(path, length)
+        @bytes_sent += IO.copy_stream(path, @io, length)
+      rescue *CLIENT_GONE => e
+        raise ClientDisconnected, "client went away: #{e.message}"
+      end
+
+      def write_raw(*strings)
+        @io.write(*strings)
+      rescue *CLIENT_GONE => e
+        raise ClientDisconnected, "client went away: #{e.message}"
+      end
+    end
+  end
+end

@@ -1,0 +1,215 @@
+# frozen_string_literal: true
+
+require "io/wait"
+require_relative "errors"
+
+module Herd
+  module HTTP
+    # Buffered, deadline-aware reads from one client socket.
+    #
+    # Reads use read_nonblock + wait_readable so a slow client costs a timeout,
+    # never a worker blocked forever. The buffer holds what was read past the
+    # head; body reads take from it first and then ask the socket for no more
+    # than the body still needs, so nothing after the request is consumed from
+    # the socket by a body read.
+    class SocketReader
+      READ_SIZE = 16 * 1024
+      BODY_READ_SIZE = 64 * 1024
+      HEAD_END = "\r\n\r\n"
+      CRLF = "\r\n"
+      # A bare CR or LF (RFC 9112 §2.2 allows refusing them; they are how
+      # parsers are made to disagree about where a line ends).
+      BARE_LINE_END = /\r(?=[^\n])|(?<!\r)\n/n
+
+      # @param io [IO] the client socket (anything with read_nonblock and wait_readable)
+      # @param timeout [Numeric] seconds (see {Options#read_timeout})
+      def initialize(io, timeout)
+        @io = io
+        @timeout = timeout
+        @buffer = String.new(encoding: Encoding::BINARY)
+        @received = false
+      end
+
+      # @return [Boolean] whether any byte was received
+      def received?
+        @received
+      end
+
+      # Reads up to and including the empty line that ends a request head.
+      # The whole head must arrive within one timeout (a slowloris defence).
+      # @return [String, nil] the head (binary), nil if the client closed before sending anything
+      # @raise [RequestError] 414, 431, 400 (bare CR/LF, EOF inside the head), 408
+      def read_head(max_request_line, max_header_bytes)
+        deadline = now + @timeout
+        from = 0
+        loop do
+          if (ending = @buffer.index(HEAD_END, from))
+            head = take(ending + 4)
+            check_head_size(head, head.index(CRLF), max_request_line, max_header_bytes)
+            return head
+          end
+          check_partial_head(max_request_line, max_header_bytes)
+          from = [@buffer.bytesize - 3, 0].max
+          next if fill(deadline)
+          return nil unless @received
+
+          raise RequestError.new(400, "connection closed inside the request head")
+        end
+      end
+
+      # Reads a trailer section (after the last chunk): a CRLF alone, or field
+      # lines and a CRLF. Like a head, it must arrive within one timeout.
+      # @return [String, nil] the field lines with the final CRLF, nil if there were none
+      # @raise [RequestError] 431 above max_bytes, 400 (bare CR/LF, EOF), 408
+      def read_trailer_section(max_bytes)
+        deadline = now + @timeout
+        loop do
+          return take(2) && nil if @buffer.start_with?(CRLF)
+
+          if (ending = @buffer.index(HEAD_END))
+            section = take(ending + 4)
+            raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes") if section.bytesize - 2 > max_bytes
+
+            return section
+          end
+          raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes") if @buffer.bytesize > max_bytes + 1
+          raise RequestError.new(400, "bare CR or LF in the trailer section") if @buffer.match?(BARE_LINE_END)
+
+          fill(deadline) or raise RequestError.new(400, "connection closed inside the trailer section")
+        end
+      end
+
+      # Reads a line ending in CRLF (a chunk-size line).
+      # @return [String] the line without CRLF
+      # @raise [RequestError] 400 for a longer line, a bare CR/LF or EOF; 408
+      def read_line(max_length)
+        loop do
+          if (ending = @buffer.index(CRLF))
+            raise RequestError.new(400, "line longer than #{max_length} bytes") if ending > max_length
+
+            line = take(ending + 2).byteslice(0, ending)
+            raise RequestError.new(400, "bare CR or LF") if line.match?(/[\r\n]/n)
+
+            return line
+          end
+          raise RequestError.new(400, "line longer than #{max_length} bytes") if @buffer.bytesize > max_length + 1
+          raise RequestError.new(400, "bare CR or LF") if @buffer.match?(BARE_LINE_END)
+
+          fill_idle
+        end
+      end
+
+      # Reads exactly `length` bytes, yielding them in pieces as they come.
+      # @yieldparam data [String]
+      # @raise [RequestError] 400 on EOF, 408
+      def read_exactly(length)
+        if @buffer.bytesize.positive?
+          piece = take([length, @buffer.bytesize].min)
+          length -= piece.bytesize
+          yield piece
+        end
+        while length.positive?
+          piece = read_some([length, BODY_READ_SIZE].min)
+          length -= piece.bytesize
+          yield piece
+        end
+      end
+
+      # Reads the CRLF that must follow chunk data.
+      # @raise [RequestError] 400 if something else is there
+      def read_crlf
+        fill_idle until @buffer.bytesize >= 2
+        raise RequestError.new(400, "chunk data not followed by CRLF") unless take(2) == CRLF
+      end
+
+      # Reads and drops what the client has already sent, without waiting, so
+      # that closing the socket right after an error response does not reset the
+      # connection (a reset can destroy the response before the client reads it).
+      # @param limit [Integer] bytes at most
+      def discard_available(limit = 64 * 1024)
+        @buffer.clear
+        while limit.positive?
+          data = @io.read_nonblock([limit, BODY_READ_SIZE].min, exception: false)
+          break unless data.is_a?(String)
+
+          limit -= data.bytesize
+        end
+      rescue IOError, SystemCallError
+        nil
+      end
+
+      private
+
+      def check_head_size(head, line_end, max_request_line, max_header_bytes)
+        raise RequestError.new(414, "request line longer than #{max_request_line} bytes") if line_end > max_request_line
+        return if head.bytesize - line_end - 4 <= max_header_bytes
+
+        raise RequestError.new(431, "header section larger than #{max_header_bytes} bytes")
+      end
+
+      def check_partial_head(max_request_line, max_header_bytes)
+        line_end = @buffer.index(CRLF)
+        if line_end.nil?
+          # The line may end with the CR of its CRLF.
+          raise RequestError.new(414, "request line longer than #{max_request_line} bytes") if @buffer.bytesize > max_request_line + 1
+        else
+          check_head_size(@buffer, line_end, max_request_line, max_header_bytes - 1) # up to "\r\n\r" of the end may be here
+        end
+        raise RequestError.new(400, "bare CR or LF in the request head") if @buffer.match?(BARE_LINE_END)
+      end
+
+      # Removes and returns the first `length` bytes of the buffer.
+      def take(length)
+        taken = @buffer.byteslice(0, length)
+        @buffer = @buffer.byteslice(length, @buffer.bytesize - length)
+        taken
+      end
+
+      # @return [String] up to `max` bytes, from the buffer or the socket (idle timeout)
+      def read_some(max)
+        loop do
+          data = @io.read_nonblock(max, exception: false)
+          return data if data.is_a?(String)
+          raise RequestError.new(400, "connection closed inside the request body") if data.nil?
+
+          wait(data, now + @timeout)
+        end
+      rescue Errno::ECONNRESET, Errno::EPIPE => e
+        raise ClientDisconnected, e.message
+      end
+
+      # Reads more into the buffer, waiting at most `timeout` seconds for it.
+      def fill_idle
+        fill(now + @timeout) or raise RequestError.new(400, "connection closed inside the request")
+      end
+
+      # @return [Boolean] false at EOF
+      def fill(deadline)
+        loop do
+          data = @io.read_nonblock(READ_SIZE, exception: false)
+          if data.is_a?(String)
+            @received = true
+            @buffer.empty? ? (@buffer = data) : @buffer << data
+            return true
+          end
+          return false if data.nil?
+
+          wait(data, deadline)
+        end
+      rescue Errno::ECONNRESET, Errno::EPIPE => e
+        raise ClientDisconnected, e.message
+      end
+
+      # TLS sockets may need to write in order to read.
+      def wait(what, deadline)
+        remaining = deadline - now
+        ready = remaining.positive? && ((what == :wait_writable) ? @io.wait_writable(remaining) : @io.wait_readable(remaining))
+        raise RequestError.new(408, "timed out waiting #{@timeout} s for the client") unless ready
+      end
+
+      def now
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+    end
+  end
+end

@@ -1,0 +1,154 @@
+# frozen_string_literal: true
+
+require "socket"
+require "tmpdir"
+require "herd/memory"
+
+module Herd
+  # Runs `exe/herd serve` for real in a tmpdir, follows its log, and cleans
+  # up every process it started, whatever the test did.
+  class ServerHarness
+    READY = /monitor: ready: (\d+) workers serving (\S+)/
+    DEFAULT_APP = <<~RUBY
+      run ->(env) { [200, {"content-type" => "text/plain"}, ["pid=\#{Process.pid} path=\#{env["PATH_INFO"]}\\n"]] }
+    RUBY
+
+    attr_reader :pid, :dir, :lines
+
+    # @param app [String] config.ru source
+    # @param config [String, nil] herd.rb source
+    # @param args [Array<String>] more `herd serve` arguments
+    def initialize(app: DEFAULT_APP, config: nil, args: [], env: {})
+      @dir = Dir.mktmpdir("herd-serve")
+      File.write(File.join(@dir, "config.ru"), app)
+      arguments = ["serve", "config.ru", "-l", "127.0.0.1:0", *args]
+      if config
+        File.write(File.join(@dir, "herd.rb"), config)
+        arguments += ["-c", "herd.rb"]
+      end
+      @lines = []
+      @lock = Mutex.new
+      @changed = ConditionVariable.new
+      reader, writer = IO.pipe
+      @pid = Process.spawn(env, RbConfig.ruby, "-I", File.join(Test::ROOT, "lib"), File.join(Test::ROOT, "exe", "herd"),
+        *arguments, chdir: @dir, err: writer, out: writer, pgroup: true)
+      writer.close
+      @follower = Thread.new { follow(reader) }
+    end
+
+    # Blocks until a log line matches (searching lines already seen first).
+    # @return [MatchData]
+    def wait_for(pattern, timeout: 20, after: 0)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      @lock.synchronize do
+        loop do
+          @lines.each_with_index do |line, index|
+            next if index < after
+
+            match = line.match(pattern)
+            return match if match
+          end
+          remaining = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          if remaining <= 0 || @eof
+            raise Minitest::Assertion, "no log line matched #{pattern.inspect} #{@eof ? "before the log ended" : "in #{timeout}s"}; log:\n#{@lines.join}"
+          end
+
+          @changed.wait(@lock, remaining)
+        end
+      end
+    end
+
+    # @return [Integer] how many lines so far (for wait_for(after:))
+    def mark
+      @lock.synchronize { @lines.size }
+    end
+
+    # Waits for the "ready" line; returns the first listener's URL.
+    def ready
+      @url ||= wait_for(READY)[2].split(",").first
+    end
+
+    def port
+      Integer(ready[/:(\d+)\z/, 1])
+    end
+
+    # A raw HTTP exchange on a fresh connection.
+    # @return [String] the whole response
+    def request(raw)
+      socket = TCPSocket.new("127.0.0.1", port)
+      socket.write(raw)
+      socket.read
+    ensure
+      socket&.close
+    end
+
+    def get(path, headers = "")
+      request("GET #{path} HTTP/1.1\r\nHost: localhost\r\n#{headers}\r\n")
+    end
+
+    # @return [Array<Integer>] pids of every descendant of the monitor
+    def descendants
+      Memory::ProcessTree.new.descendants(@pid)
+    end
+
+    def signal(name)
+      Process.kill(name, @pid)
+    end
+
+    # Waits for the monitor to exit.
+    # @return [Process::Status]
+    def wait(timeout: 20)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      loop do
+        _, status = Process.waitpid2(@pid, Process::WNOHANG)
+        return @status = status if status
+        raise Minitest::Assertion, "herd serve did not exit in #{timeout}s; log:\n#{@lines.join}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+        sleep 0.02
+      end
+    end
+
+    # Kills whatever is left (the monitor's process group and its
+    # descendants) and removes the tmpdir.
+    def cleanup
+      leftovers = @status ? [] : descendants
+      unless @status
+        Process.kill(:KILL, -@pid)
+        Process.wait(@pid)
+      end
+      leftovers.each do |pid|
+        Process.kill(:KILL, pid)
+      rescue Errno::ESRCH
+        nil
+      end
+      @follower.join(5)
+      FileUtils.rm_rf(@dir)
+    rescue Errno::ESRCH, Errno::ECHILD
+      FileUtils.rm_rf(@dir)
+    end
+
+    # @return [Boolean] alive and not a zombie
+    def self.alive?(pid)
+      File.read("/proc/#{pid}/stat").split(") ").last.split.first != "Z"
+    rescue Errno::ENOENT, Errno::ESRCH
+      false
+    end
+
+    private
+
+    def follow(reader)
+      reader.each_line do |line|
+        @lock.synchronize do
+          @lines << line
+          @changed.broadcast
+        end
+      end
+    ensure
+      reader.close
+      @lock.synchronize do
+        @eof = true
+        @changed.broadcast
+      end
+    end
+  end
+end
