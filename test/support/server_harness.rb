@@ -18,7 +18,9 @@ module Herd
     # @param app [String] config.ru source
     # @param config [String, nil] herd.rb source
     # @param args [Array<String>] more `herd serve` arguments
-    def initialize(app: DEFAULT_APP, config: nil, args: [], env: {})
+    # @param command [Array<String>] what runs exe/herd (a wrapper, for systemd's LISTEN_PID)
+    # @param fds [Hash] descriptors to pass (e.g. {3 => socket})
+    def initialize(app: DEFAULT_APP, config: nil, args: [], env: {}, command: [RbConfig.ruby], fds: {})
       @dir = Dir.mktmpdir("herd-serve")
       File.write(File.join(@dir, "config.ru"), app)
       arguments = ["serve", "config.ru", "-l", "127.0.0.1:0", *args]
@@ -30,8 +32,9 @@ module Herd
       @lock = Mutex.new
       @changed = ConditionVariable.new
       reader, writer = IO.pipe
-      @pid = Process.spawn(env, RbConfig.ruby, "-I", File.join(Test::ROOT, "lib"), File.join(Test::ROOT, "exe", "herd"),
-        *arguments, chdir: @dir, err: writer, out: writer, pgroup: true)
+      # A wrapper command gets "ruby exe/herd ..." as its arguments to exec.
+      herd = ((command.size > 1) ? [RbConfig.ruby] : []) + ["-I", File.join(Test::ROOT, "lib"), File.join(Test::ROOT, "exe", "herd")]
+      @pid = Process.spawn(env, *command, *herd, *arguments, chdir: @dir, err: writer, out: writer, pgroup: true, **fds)
       writer.close
       @follower = Thread.new { follow(reader) }
     end
