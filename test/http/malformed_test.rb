@@ -57,7 +57,12 @@ module Herd
     end
 
     def test_the_slowloris_head_deadline_is_for_the_whole_head
-      pieces = ["GET / HTTP/1.1\r\n"] + Array.new(20) { |i| -> { sleep 0.05; "X-#{i}: y\r\n" } }
+      pieces = ["GET / HTTP/1.1\r\n"] + Array.new(20) { |i|
+        -> {
+          sleep 0.05
+          "X-#{i}: y\r\n"
+        }
+      }
       client, server = UNIXSocket.pair
       handler = HTTP::Handler.new(NEVER, HTTP::Options.new(read_timeout: 0.3, logger: StringIO.new))
       serving = Thread.new { handler.call(server, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80) }

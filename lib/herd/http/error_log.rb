@@ -21,7 +21,7 @@ module Herd
         elsif @logger then @logger.write("#{message}\n")
         else @errors.puts(message)
         end
-      rescue StandardError
+      rescue
         nil
       end
 
@@ -32,14 +32,14 @@ module Herd
         line("#{message}: #{error.class}: #{error.message.lines.first&.chomp}")
         @errors.write(describe(error))
         @errors.flush
-      rescue StandardError
+      rescue
         nil
       end
 
       private
 
       def describe(error)
-        text = +"#{error.class}: #{error.message}\n"
+        text = "#{error.class}: #{error.message}\n"
         (error.backtrace || []).each { |frame| text << "\t" << frame << "\n" }
         text << "Caused by: " << describe(error.cause) if error.cause && error.cause != error
         text

@@ -187,7 +187,7 @@ module Herd
       end
 
       def head(status, fields, framing)
-        head = +"HTTP/1.1 #{status} #{REASONS[status]}\r\n"
+        head = "HTTP/1.1 #{status} #{REASONS[status]}\r\n"
         head << fields.lines
         head << framing if framing
         head << "date: " << HTTPDate.now << CRLF unless fields.date

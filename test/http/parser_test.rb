@@ -1,0 +1,131 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "herd/http"
+
+module Herd
+  class HTTPParserTest < Test
+    def parse(head)
+      HTTP::Parser.new.parse(head.b)
+    end
+
+    def refusal(head, parser: HTTP::Parser.new)
+      assert_raises(HTTP::RequestError) { parser.parse(head.b) }
+    end
+
+    def test_request_line_and_headers
+      request = parse("GET /a/b?c=d&e HTTP/1.1\r\nHost: example.com\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nX-Custom-Header: v\r\n\r\n")
+
+      assert_equal ["GET", "/a/b?c=d&e", "/a/b", "c=d&e", "HTTP/1.1"], [request.method, request.target, request.path, request.query, request.version]
+      assert_equal({"HTTP_HOST" => "example.com", "CONTENT_TYPE" => "text/plain", "CONTENT_LENGTH" => "3", "HTTP_X_CUSTOM_HEADER" => "v"}, request.headers)
+      assert_equal 3, request.content_length
+      refute request.chunked
+      assert request.body?
+    end
+
+    def test_strings_are_binary_as_received
+      request = parse("GET /caf%C3%A9 HTTP/1.1\r\nHost: x\r\nX-Name: caf\xC3\xA9\r\n\r\n")
+
+      assert_equal Encoding::BINARY, request.path.encoding
+      assert_equal "/caf%C3%A9", request.path, "PATH_INFO is not decoded"
+      assert_equal "caf\xC3\xA9".b, request.headers["HTTP_X_NAME"], "obs-text is allowed in values"
+    end
+
+    def test_whitespace_around_values_is_trimmed_and_empty_values_kept
+      request = parse("GET / HTTP/1.1\r\nHost: x\r\nX-A:  \t a b \t \r\nX-B:\r\nX-C:   \r\n\r\n")
+
+      assert_equal "a b", request.headers["HTTP_X_A"]
+      assert_equal "", request.headers["HTTP_X_B"]
+      assert_equal "", request.headers["HTTP_X_C"]
+    end
+
+    def test_duplicate_headers_are_joined_and_cookies_with_semicolons
+      request = parse("GET / HTTP/1.1\r\nHost: x\r\nAccept: a\r\naccept: b\r\nCookie: a=1\r\nCOOKIE: b=2\r\n\r\n")
+
+      assert_equal "a, b", request.headers["HTTP_ACCEPT"]
+      assert_equal "a=1; b=2", request.headers["HTTP_COOKIE"]
+    end
+
+    def test_identical_duplicate_content_length_is_accepted
+      assert_equal 5, parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n").content_length
+    end
+
+    def test_header_names_with_underscores_are_dropped
+      request = parse("GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.0.1\r\nX_Forwarded_For: 6.6.6.6\r\n\r\n")
+
+      assert_equal "10.0.0.1", request.headers["HTTP_X_FORWARDED_FOR"]
+    end
+
+    def test_chunked_is_case_insensitive
+      request = parse("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:  Chunked \r\n\r\n")
+
+      assert request.chunked
+      assert request.body?
+    end
+
+    def test_absolute_form_replaces_the_host
+      request = parse("GET http://Example.com:8080?x=1 HTTP/1.1\r\nHost: ignored.example\r\n\r\n")
+
+      assert_equal ["/?x=1", "/", "x=1"], [request.target, request.path, request.query]
+      assert_equal "Example.com:8080", request.headers["HTTP_HOST"]
+      assert_equal "/a/b", parse("GET HTTPS://example.com/a/b HTTP/1.1\r\nHost: x\r\n\r\n").path
+    end
+
+    def test_asterisk_form_for_options
+      request = parse("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
+
+      assert_equal ["*", ""], [request.path, request.query]
+    end
+
+    def test_http10_needs_no_host
+      request = parse("GET / HTTP/1.0\r\n\r\n")
+
+      assert_equal "HTTP/1.0", request.version
+      refute request.http11?
+    end
+
+    def test_expect_continue
+      assert parse("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n").expect_continue
+      refute parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n").expect_continue
+    end
+
+    def test_ipv6_host
+      assert_equal "[::1]:8080", parse("GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n").headers["HTTP_HOST"]
+    end
+
+    def test_refusals_carry_a_status_and_a_reason
+      error = refusal("GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n b\r\n\r\n")
+
+      assert_equal 400, error.status
+      assert_match(/obs-fold/, error.message)
+      assert_match(/whitespace before the colon/, refusal("GET / HTTP/1.1\r\nHost : x\r\n\r\n").message)
+      assert_match(/invalid character in a header value/, refusal("GET / HTTP/1.1\r\nHost: x\x00\r\n\r\n").message)
+      assert_equal 505, refusal("GET / HTTP/3.0\r\nHost: x\r\n\r\n").status
+    end
+
+    def test_header_count_limit
+      head = "GET / HTTP/1.1\r\nHost: x\r\n#{(1..4).map { |i| "X-#{i}: y\r\n" }.join}\r\n"
+
+      assert_equal 5, HTTP::Parser.new(max_header_count: 5).parse(head.b).headers.size
+      assert_equal 431, refusal(head, parser: HTTP::Parser.new(max_header_count: 4)).status
+    end
+
+    def test_env_keys
+      assert_equal "HTTP_X_A_B", HTTP::Parser.env_key("x-a-B")
+      assert_equal "CONTENT_TYPE", HTTP::Parser.env_key("content-type")
+      assert_nil HTTP::Parser.env_key("x_a")
+    end
+
+    def test_the_cache_of_header_names_is_bounded
+      parser = HTTP::Parser.new
+      head = "GET / HTTP/1.1\r\nHost: x\r\n#{(1..90).map { |i| "X-Unique-#{i}: y\r\n" }.join}\r\n".b
+      20.times { |round| parser.parse(head.gsub("X-Unique-", "X-U#{round}-")) }
+
+      assert_operator parser.instance_variable_get(:@env_keys).size, :<=, HTTP::Parser::CACHE_LIMIT
+    end
+
+    def test_trailer_sections_parse_like_headers
+      assert_equal({"HTTP_X_CHECKSUM" => "abc", "HTTP_X_MORE" => "1"}, HTTP::Parser.new.parse_headers("X-Checksum: abc\r\nX-More: 1\r\n\r\n".b, 0))
+    end
+  end
+end
