@@ -77,6 +77,13 @@ module Herd
       client&.close
     end
 
+    def test_a_bare_cr_split_across_reads_is_refused_before_the_head_ends
+      served = serve(["GET / HTTP/1.1\r\nHost: x\r", "X-A: b\r\n"], app: NEVER)
+
+      assert_equal 400, served.status
+      assert_match(/bare CR or LF/, served.exchange.error.message)
+    end
+
     def test_the_request_is_refused_before_the_on_request_callback_when_the_head_is_bad
       served = serve("GET / HTTP/1.1\r\nHost: x\r\nX : y\r\n\r\n", app: NEVER)
 
@@ -98,6 +105,23 @@ module Herd
 
       assert_equal 413, served.status
       refute_includes served.raw, "100 Continue"
+    end
+
+    # Closing a TCP socket with unread input sends a reset, which destroys the
+    # response at the client; herd drains what already arrived first.
+    def test_a_refused_client_reads_the_response_even_with_unread_body_bytes
+      listener = TCPServer.new("127.0.0.1", 0)
+      client = TCPSocket.new("127.0.0.1", listener.addr[1])
+      accepted = listener.accept
+      client.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 40000\r\n\r\n#{"x" * 40_000}")
+      accepted.wait_readable(5)
+      sleep 0.05 # let the whole body reach the server's receive buffer
+      HTTP::Handler.new(NEVER, HTTP::Options.new(max_body: 10, logger: StringIO.new)).call(accepted, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80)
+
+      assert_match(/\AHTTP\/1\.1 413 /, client.read)
+    ensure
+      client&.close
+      listener&.close
     end
 
     def test_error_responses_to_head_requests_have_no_body

@@ -205,6 +205,7 @@ module Herd
       assert_equal "Internal Server Error\n", served.raw_body
       assert_kind_of ArgumentError, served.exchange.error
       assert_equal 500, served.exchange.status
+      assert_equal "Internal Server Error\n".bytesize, served.exchange.bytes_sent
       assert_match(%r{herd: application error in GET /fail: ArgumentError: bad things}, served.log)
       assert_match(/ArgumentError: bad things\n\t.*response_test\.rb/, served.errors)
     end

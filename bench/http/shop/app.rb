@@ -14,7 +14,7 @@ module Shop
       ["GET", %r{\A/products/(?<id>\d+)\z}, :product],
       ["GET", %r{\A/health\z}, :health]
     ].freeze
-    PER_PAGE = 80
+    PER_PAGE = 160
     TEMPLATES = %w[layout home products product].to_h do |name|
       [name, ERB.new(File.read(File.join(__dir__, "#{name}.html.erb")), trim_mode: "-")]
     end.freeze

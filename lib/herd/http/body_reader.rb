@@ -76,7 +76,7 @@ module Herd
           @reader.read_crlf
         end
         section = @reader.read_trailer_section(@options.max_header_bytes)
-        section && @parser.parse_headers(section, 0)
+        section && @parser.parse_trailers(section)
       end
     end
   end

@@ -86,11 +86,13 @@ module Herd
         body = "#{reason}\n"
         @committed = true
         @status = status
+        body = "" if @head_request
         write_raw(
-          "HTTP/1.1 #{status} #{reason}\r\ncontent-type: text/plain\r\ncontent-length: #{body.bytesize}\r\n" \
+          "HTTP/1.1 #{status} #{reason}\r\ncontent-type: text/plain\r\ncontent-length: #{reason.bytesize + 1}\r\n" \
           "date: #{HTTPDate.now}\r\nconnection: close\r\n\r\n",
-          @head_request ? "" : body
+          body
         )
+        @bytes_sent += body.bytesize
       end
 
       # Writes the application's response. Nothing is written if the status or

@@ -48,7 +48,7 @@ module Herd
             check_head_size(head, head.index(CRLF), max_request_line, max_header_bytes)
             return head
           end
-          check_partial_head(max_request_line, max_header_bytes)
+          check_partial_head(max_request_line, max_header_bytes, from)
           from = [@buffer.bytesize - 3, 0].max
           next if fill(deadline)
           return nil unless @received
@@ -63,18 +63,20 @@ module Herd
       # @raise [RequestError] 431 above max_bytes, 400 (bare CR/LF, EOF), 408
       def read_trailer_section(max_bytes)
         deadline = now + @timeout
+        from = 0
         loop do
           return take(2) && nil if @buffer.start_with?(CRLF)
 
-          if (ending = @buffer.index(HEAD_END))
+          if (ending = @buffer.index(HEAD_END, from))
             section = take(ending + 4)
             raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes") if section.bytesize - 2 > max_bytes
 
             return section
           end
           raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes") if @buffer.bytesize > max_bytes + 1
-          raise RequestError.new(400, "bare CR or LF in the trailer section") if @buffer.match?(BARE_LINE_END)
+          raise RequestError.new(400, "bare CR or LF in the trailer section") if @buffer.index(BARE_LINE_END, from)
 
+          from = [@buffer.bytesize - 3, 0].max
           fill(deadline) or raise RequestError.new(400, "connection closed inside the trailer section")
         end
       end
@@ -122,12 +124,15 @@ module Herd
         raise RequestError.new(400, "chunk data not followed by CRLF") unless take(2) == CRLF
       end
 
-      # Reads and drops what the client has already sent, without waiting, so
-      # that closing the socket right after an error response does not reset the
-      # connection (a reset can destroy the response before the client reads it).
+      # After an error response: ends our side of the connection (FIN right
+      # after the response), then reads and drops what the client has already
+      # sent, without waiting. Closing a socket with unread input makes the
+      # kernel send a reset, which can destroy the response before the client
+      # reads it; a proxy in front would report a reset instead of our 4xx.
       # @param limit [Integer] bytes at most
       def discard_available(limit = 64 * 1024)
         @buffer.clear
+        @io.close_write if @io.respond_to?(:close_write)
         while limit.positive?
           data = @io.read_nonblock([limit, BODY_READ_SIZE].min, exception: false)
           break unless data.is_a?(String)
@@ -147,7 +152,10 @@ module Herd
         raise RequestError.new(431, "header section larger than #{max_header_bytes} bytes")
       end
 
-      def check_partial_head(max_request_line, max_header_bytes)
+      # Checks only from `from` on (what arrived since the last check, and the
+      # last bytes before it): a client sending its head a byte at a time must
+      # not make each read rescan everything.
+      def check_partial_head(max_request_line, max_header_bytes, from)
         line_end = @buffer.index(CRLF)
         if line_end.nil?
           # The line may end with the CR of its CRLF.
@@ -155,7 +163,7 @@ module Herd
         else
           check_head_size(@buffer, line_end, max_request_line, max_header_bytes - 1) # up to "\r\n\r" of the end may be here
         end
-        raise RequestError.new(400, "bare CR or LF in the request head") if @buffer.match?(BARE_LINE_END)
+        raise RequestError.new(400, "bare CR or LF in the request head") if @buffer.index(BARE_LINE_END, from)
       end
 
       # Removes and returns the first `length` bytes of the buffer.
@@ -174,7 +182,7 @@ module Herd
 
           wait(data, now + @timeout)
         end
-      rescue Errno::ECONNRESET, Errno::EPIPE => e
+      rescue SystemCallError => e # ECONNRESET, ETIMEDOUT, EHOSTUNREACH...
         raise ClientDisconnected, e.message
       end
 
@@ -196,7 +204,7 @@ module Herd
 
           wait(data, deadline)
         end
-      rescue Errno::ECONNRESET, Errno::EPIPE => e
+      rescue SystemCallError => e
         raise ClientDisconnected, e.message
       end
 

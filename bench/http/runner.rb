@@ -1,0 +1,77 @@
+# frozen_string_literal: true
+
+require_relative "server_process"
+require_relative "wrk"
+
+module HttpBench
+  App = Struct.new(:name, :rackup, :path, :description, keyword_init: true)
+
+  APPS = [
+    App.new(name: "hello", rackup: "bench/http/hello.ru", path: "/",
+      description: "hello world: 14-byte text/plain body"),
+    App.new(name: "shop", rackup: "bench/http/shop.ru", path: "/products?page=2",
+      description: "router + Rack::Request + ERB layout and table of 160 products: ~51 KB of HTML")
+  ].freeze
+
+  # Every repetition starts each server afresh, warms it, measures it and
+  # stops it; servers are interleaved and their order rotates each round.
+  class Runner
+    def initialize(servers:, apps:, reps:, wrk:, warmup:, logs:)
+      @servers = servers
+      @apps = apps
+      @reps = reps
+      @wrk = wrk
+      @warmup = warmup
+      @logs = logs
+    end
+
+    # @return [Array<Hash>] one measurement per server, app and repetition
+    def call
+      (1..@reps).flat_map do |rep|
+        @apps.flat_map do |app|
+          @servers.rotate(rep - 1).map { |server| measure(server, app, rep).tap { |m| progress(m) } }
+        end
+      end
+    end
+
+    private
+
+    def measure(server, app, rep)
+      result = {server: server.name, app: app.name, rep: rep}
+      process = ServerProcess.new(server, app: app.rackup, path: app.path,
+        log_path: File.join(@logs, "#{server.name}-#{app.name}-#{rep}.log"))
+      process.start
+      result[:boot_s] = process.boot_seconds.round(2)
+      result[:keep_alive] = process.probe[:keep_alive]
+      @wrk.warm(process.url, @warmup)
+      result.merge!(load(process))
+    rescue ServerProcess::Failed, RuntimeError => e
+      result.merge!(error: e.message)
+    ensure
+      problems = process&.stop || []
+      result[:stop_problems] = problems unless problems.empty?
+    end
+
+    def load(process)
+      before = process.cpu
+      run = @wrk.run(process.url)
+      after = process.cpu
+      per_request = ->(key) { ((after[key] - before[key]) / run[:requests] * 1e6).round(1) }
+      run.merge(loadavg: HttpBench.loadavg, processes: after[:processes],
+        cpu_us_per_request: {workers: per_request.call(:workers), others: per_request.call(:others),
+                             wrk: (run[:wrk_cpu] / run[:requests] * 1e6).round(1)})
+    end
+
+    def progress(m)
+      line = format("  rep %d %-5s %-9s ", m[:rep], m[:app], m[:server])
+      line += if m[:error]
+        "FAILED: #{m[:error].lines.first}"
+      else
+        format("%8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  errors %d  load %s",
+          m[:rps], m[:latency_us][:p50] / 1e3, m[:latency_us][:p99] / 1e3, m[:errors].values.sum, m[:loadavg])
+      end
+      line += "  (stop: #{m[:stop_problems].join("; ")})" if m[:stop_problems]
+      warn line
+    end
+  end
+end

@@ -1,0 +1,129 @@
+# frozen_string_literal: true
+
+require_relative "support"
+
+module HttpBench
+  # One running server: spawned in its own process group (so that workers,
+  # molds and anything they fork can all be signalled at once), its output
+  # in a log file, ready once an HTTP request gets a 200.
+  class ServerProcess
+    BOOT_TIMEOUT = 60
+    STOP_TIMEOUT = 20
+
+    class Failed < StandardError; end
+
+    attr_reader :port, :pid, :boot_seconds, :probe, :log_path
+
+    def initialize(server, app:, path:, log_path:)
+      @server = server
+      @app = app
+      @path = path
+      @log_path = log_path
+    end
+
+    # @raise [Failed] with the end of the log when it does not come up
+    def start
+      started = HttpBench.now
+      @port = (@server.port == :zero) ? nil : HttpBench.free_port
+      env = {"RACK_ENV" => "production", "BENCH_PORT" => @port.to_s}
+      @pid = Process.spawn(env, *@server.argv.call(@app, @port), chdir: ROOT, pgroup: true,
+        in: File::NULL, out: @log_path, err: [:child, :out])
+      wait_until_ready(started + BOOT_TIMEOUT)
+      @boot_seconds = HttpBench.now - started
+      self
+    end
+
+    # Graceful stop, then SIGKILL to whatever is left of the server's
+    # processes. Never raises; @return [Array<String>] what went wrong
+    def stop
+      return [] unless @pid
+
+      pids = HttpBench.processes(@pid).map { |process| process[:pid] }
+      problems = []
+      begin
+        Process.kill(@server.stop, @pid) unless @reaped # it may have died during boot
+        problems << "did not exit #{STOP_TIMEOUT} s after SIG#{@server.stop}" unless reap(STOP_TIMEOUT)
+        left = leftovers(pids, 2)
+        problems << "processes #{left.join(", ")} still there after it exited" unless left.empty?
+      rescue SystemCallError => e
+        problems << "stop: #{e.message}"
+      end
+      kill(pids)
+      problems
+    end
+
+    def cpu
+      HttpBench.server_cpu(@pid)
+    end
+
+    def url
+      "http://#{HOST}:#{@port}#{@path}"
+    end
+
+    def log_tail(lines = 15)
+      File.readlines(@log_path).last(lines).join
+    rescue SystemCallError
+      ""
+    end
+
+    private
+
+    def wait_until_ready(deadline)
+      loop do
+        raise Failed, "#{@server.name} exited during boot (#{$?.inspect})\n#{log_tail}" if reap(0)
+
+        @port ||= announced_port
+        @probe = @port && HttpBench.probe(@port, @path)
+        return if @probe && @probe[:status] == 200
+        raise Failed, "#{@server.name}: no HTTP 200 on #{@path} within #{BOOT_TIMEOUT} s (#{@probe.inspect})\n#{log_tail}" if HttpBench.now > deadline
+
+        sleep 0.05
+      end
+    end
+
+    def announced_port
+      File.foreach(@log_path) do |line|
+        match = @server.ready.match(line)
+        return match[1].to_i if match
+      end
+      nil
+    end
+
+    # @return [Boolean] true once the leader has exited and been reaped
+    def reap(timeout)
+      deadline = HttpBench.now + timeout
+      loop do
+        return true if @reaped || (@reaped = Process.wait(@pid, Process::WNOHANG))
+        return false if HttpBench.now >= deadline
+
+        sleep 0.02
+      end
+    rescue Errno::ECHILD
+      @reaped = true
+    end
+
+    # @return [Array<Integer>] pids of the server still alive after timeout
+    def leftovers(pids, timeout)
+      deadline = HttpBench.now + timeout
+      loop do
+        left = pids.select { |pid| alive?(pid) } + HttpBench.processes(@pid).map { |process| process[:pid] }
+        return left.uniq if left.empty? || HttpBench.now >= deadline
+
+        sleep 0.05
+      end
+    end
+
+    def alive?(pid)
+      !HttpBench.stat("/proc/#{pid}/stat").nil?
+    end
+
+    def kill(pids)
+      [-@pid, *pids].each do |target|
+        Process.kill("KILL", target)
+      rescue SystemCallError
+        next
+      end
+      reap(2)
+    end
+  end
+end

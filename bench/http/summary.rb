@@ -1,0 +1,122 @@
+# frozen_string_literal: true
+
+require_relative "support"
+
+module HttpBench
+  # Medians over the repetitions, ratios to herd and the targets, as
+  # markdown tables and as data.
+  class Summary
+    BASELINE = "herd"
+    TARGET_PEER = "pitchfork"
+
+    def initialize(measurements, servers:, apps:)
+      @measurements = measurements
+      @servers = servers
+      @apps = apps
+    end
+
+    # @return [Hash{String => Hash{String => Hash}}] app => server => figures
+    def data
+      @data ||= @apps.to_h do |app|
+        [app.name, @servers.to_h { |server| [server.name, figures(app.name, server.name)] }]
+      end
+    end
+
+    # @return [Hash{String => Hash}] app => :rps and :p99 target checks
+    def targets
+      data.transform_values do |by_server|
+        herd = by_server[BASELINE]
+        peer = by_server[TARGET_PEER]
+        next {met: nil, reason: "#{TARGET_PEER} or herd did not run"} unless herd[:rps] && peer[:rps]
+
+        rps = herd[:rps][:median] >= peer[:rps][:median]
+        p99 = herd[:p99_ms][:median] <= peer[:p99_ms][:median]
+        {met: rps && p99, rps: rps, p99: p99}
+      end
+    end
+
+    def markdown
+      @apps.map { |app| app_markdown(app) }.join("\n") + targets_markdown
+    end
+
+    # Every repetition, for the curious.
+    def raw_markdown
+      rows = @measurements.map do |m|
+        next [m[:rep], m[:app], m[:server], "failed: #{m[:error].lines.first.strip}", "", "", "", "", ""] if m[:error]
+
+        cpu = m[:cpu_us_per_request]
+        [m[:rep], m[:app], m[:server], format("%.0f", m[:rps]), ms(m[:latency_us][:p50]), ms(m[:latency_us][:p99]),
+          m[:errors].values.sum, "#{cpu[:workers]} + #{cpu[:others]} (wrk #{cpu[:wrk]})", m[:loadavg]]
+      end
+      Bench::Report.markdown_table(["rep", "app", "server", "req/s", "p50 ms", "p99 ms", "errors",
+        "CPU µs/req: workers + rest (wrk)", "load avg after"], rows)
+    end
+
+    private
+
+    def figures(app, server)
+      runs = @measurements.select { |m| m[:app] == app && m[:server] == server }
+      ok = runs.reject { |m| m[:error] }
+      return {runs: runs.size, failed: runs.size} if ok.empty?
+
+      lat = ->(key) { Bench::Report.stats(ok.map { |m| m[:latency_us][key] / 1e3 }) }
+      cpu = ->(key) { Bench::Report.median(ok.map { |m| m[:cpu_us_per_request][key] }) }
+      {runs: runs.size, failed: runs.size - ok.size, rps: Bench::Report.stats(ok.map { |m| m[:rps] }),
+       p50_ms: lat.call(:p50), p99_ms: lat.call(:p99), p999_ms: lat.call(:p999),
+       errors: ok.sum { |m| m[:errors].values.sum }, keep_alive: ok.first[:keep_alive],
+       cpu_us_per_request: %i[workers others wrk].to_h { |key| [key, cpu.call(key)] }}
+    end
+
+    def app_markdown(app)
+      by_server = data[app.name]
+      base = by_server[BASELINE]
+      rows = @servers.map do |server|
+        f = by_server[server.name]
+        next [server.name, server.version || "not installed", "skipped: #{server.missing}"] + [""] * 8 if server.missing
+        next [server.name, server.version, "all #{f[:runs]} runs failed"] + [""] * 8 unless f[:rps]
+
+        [server.name, server.version, range(f[:rps], "%.0f"), ratio(f, base, :rps), range(f[:p50_ms], "%.2f"),
+          range(f[:p99_ms], "%.2f"), ratio(f, base, :p99_ms), format("%.2f", f[:p999_ms][:median]),
+          f[:errors] + f[:failed], f[:keep_alive] ? "yes" : "no",
+          "#{f[:cpu_us_per_request][:workers]} + #{f[:cpu_us_per_request][:others]}"]
+      end
+      <<~MD
+        ### #{app.name}: `GET #{app.path}` (#{app.description})
+
+        #{Bench::Report.markdown_table(["server", "version", "req/s", "req/s vs herd", "p50 ms", "p99 ms", "p99 vs herd",
+          "p99.9 ms", "errors", "keep-alive", "CPU µs/req: workers + rest"], rows)}
+      MD
+    end
+
+    def targets_markdown
+      lines = targets.map do |app, t|
+        next "- #{app}: not evaluated (#{t[:reason]})" if t[:met].nil?
+
+        herd = data[app][BASELINE]
+        peer = data[app][TARGET_PEER]
+        "- #{app}: #{t[:met] ? "**met**" : "**not met**"} — req/s #{format("%.0f", herd[:rps][:median])} vs " \
+          "#{format("%.0f", peer[:rps][:median])} (#{t[:rps] ? "ok" : "below"}), p99 #{ms_stat(herd[:p99_ms])} vs " \
+          "#{ms_stat(peer[:p99_ms])} ms (#{t[:p99] ? "ok" : "worse"})"
+      end
+      "\n### Target: herd ≥ #{TARGET_PEER} in req/s, p99 no worse (medians)\n\n#{lines.join("\n")}\n"
+    end
+
+    def range(stat, fmt)
+      "#{format(fmt, stat[:median])} (#{format(fmt, stat[:min])}–#{format(fmt, stat[:max])})"
+    end
+
+    def ratio(figures, base, key)
+      return "" unless base[key]
+
+      format("%.2fx", figures[key][:median] / base[key][:median])
+    end
+
+    def ms(us)
+      format("%.2f", us / 1e3)
+    end
+
+    def ms_stat(stat)
+      format("%.2f", stat[:median])
+    end
+  end
+end
