@@ -58,6 +58,16 @@ module Herd
       @address[slot * SLOT, SLOT] = [value].pack("q")
     end
 
+    # @return [String] `length` raw bytes at byte `offset`
+    def read(offset, length)
+      @address[offset, length]
+    end
+
+    # Writes raw bytes at byte `offset`.
+    def write(offset, bytes)
+      @address[offset, bytes.bytesize] = bytes
+    end
+
     # Unmaps the memory (in this process only).
     def free
       return unless @address

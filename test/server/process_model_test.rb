@@ -41,11 +41,17 @@ class ServerProcessModelTest < Herd::Test
     assert children.none? { |pid| Herd::ServerHarness.alive?(pid) }, "left behind: #{children.select { |pid| Herd::ServerHarness.alive?(pid) }}"
   end
 
-  def test_a_stuck_worker_is_killed_at_the_timeout_and_replaced
+  {"on the scoreboard" => {}, "over its link (no scoreboard slot)" => {"HERD_SCOREBOARD_SLOTS" => "0"}}.each do |how, env|
+    define_method("test_a_stuck_worker_reporting_#{how}_is_killed_at_the_timeout_and_replaced") do
+      stuck_worker_is_killed(env)
+    end
+  end
+
+  def stuck_worker_is_killed(env)
     app = <<~RUBY
       run ->(env) { sleep 30 if env["PATH_INFO"].start_with?("/stuck"); [200, {}, ["ok \#{Process.pid}"]] }
     RUBY
-    serve(app: app, args: ["-w", "1", "-t", "1"])
+    serve(app: app, args: ["-w", "1", "-t", "1"], env: env)
     @server.ready
     @server.get("/stuck?x=1")
     @server.wait_for(%r{worker 0 \(gen 0\), pid \d+ timed out after 1.0s on GET /stuck\?x=1; killing it})

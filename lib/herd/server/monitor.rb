@@ -8,6 +8,7 @@ require_relative "link"
 require_relative "listener"
 require_relative "log"
 require_relative "mold"
+require_relative "scoreboard"
 require_relative "signal_queue"
 require_relative "systemd"
 
@@ -22,6 +23,7 @@ module Herd
       TICK = 0.2
       IMMEDIATE_GRACE = 2
       MAX_BOOT_FAILURES = 3
+      SCOREBOARD_SLOTS = 256
       ROLE = "monitor"
 
       # @param config [Config]
@@ -42,7 +44,10 @@ module Herd
       # @return [Integer] the exit status
       def run
         @config.validate!
-        @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid)
+        # HERD_SCOREBOARD_SLOTS exists for the tests of workers without a slot.
+        slots = Integer(ENV.fetch("HERD_SCOREBOARD_SLOTS") { [SCOREBOARD_SLOTS, @config.workers * 4].max })
+        @scoreboard = Scoreboard.allocate(slots)
+        @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard)
         Process.setproctitle("herd monitor")
         @listeners = open_listeners
         @target = @config.workers
@@ -124,6 +129,7 @@ module Herd
       end
 
       def spawn_worker(number, mold)
+        @scoreboard.reset(number) if @scoreboard&.covers?(number)
         mine, theirs = Link.pair
         child = Child.new(role: :worker, number: number, generation: @generation, link: mine, state: :spawning,
           spawned_at: now, requests: 0)
@@ -287,15 +293,28 @@ module Herd
         return kill_all("shutdown timeout reached") if @stop_deadline && now > @stop_deadline
 
         @children.each do |child|
-          if child.busy_since && now - child.busy_since > @config.timeout
-            @log.info(ROLE, "#{child} timed out after #{@config.timeout}s on #{child.busy_with}; killing it")
+          if (label = overdue_request(child))
+            @log.info(ROLE, "#{child} timed out after #{@config.timeout}s on #{label}; killing it")
             child.busy_since = nil
+            child.state = :stopping
             kill(child)
           elsif child.state == :spawning && now - child.spawned_at > @config.spawn_timeout
             @log.info(ROLE, "#{child} was not ready within spawn_timeout (#{@config.spawn_timeout}s); killing it")
             child.state = :stopping
             child.pid ? kill(child) : on_link_closed(child)
           end
+        end
+      end
+
+      # @return [String, nil] the request line of a request past the timeout
+      def overdue_request(child)
+        return nil unless child.worker? && child.state == :ready
+
+        if @scoreboard&.covers?(child.number)
+          elapsed, label = @scoreboard.current(child.number)
+          label if elapsed && elapsed > @config.timeout
+        elsif child.busy_since && now - child.busy_since > @config.timeout
+          child.busy_with
         end
       end
 

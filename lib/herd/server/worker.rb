@@ -90,13 +90,38 @@ module Herd
         remote = address&.ip? ? address.ip_address : "127.0.0.1"
         exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
           server_port: listener.port, url_scheme: "http") do |method, target|
-          @link.send_message([:busy, "#{method} #{target}"])
+          report_busy("#{method} #{target}")
         end
         @info.requests += 1
-        @link.send_message([:idle, @info.requests])
-        title
+        report_idle
+        title_now_and_then
         @access_log&.record(remote, exchange)
         hooks.run(:after_request_complete, log, role, @context, @info, exchange)
+      end
+
+      # Through the shared scoreboard when this worker has a slot (no message,
+      # the monitor is not woken up), over the link otherwise.
+      def report_busy(label)
+        scoreboard = @context.scoreboard
+        return scoreboard.busy(@info.number, label) if scoreboard&.covers?(@info.number)
+
+        @link.send_message([:busy, label])
+      end
+
+      def report_idle
+        scoreboard = @context.scoreboard
+        return scoreboard.idle(@info.number, @info.requests) if scoreboard&.covers?(@info.number)
+
+        @link.send_message([:idle, @info.requests])
+      end
+
+      # `ps` shows the request count; once a second is enough.
+      def title_now_and_then
+        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        return if @titled_at && now - @titled_at < 1
+
+        @titled_at = now
+        title
       end
 
       def read_link

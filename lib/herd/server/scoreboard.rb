@@ -1,0 +1,85 @@
+# frozen_string_literal: true
+
+require_relative "../shared_memory"
+
+module Herd
+  module Server
+    # What each worker is doing, in memory shared by the monitor and every
+    # process forked after it: when the current request started, how many
+    # requests the worker served, and the request line. Workers write it with
+    # plain memory writes; the monitor reads it every tick for timeouts. No
+    # message, no wake-up of the monitor per request.
+    #
+    # It has a fixed number of slots (allocated before the first fork); a
+    # worker numbered beyond them reports over its link instead, so TTIN has
+    # no upper bound.
+    class Scoreboard
+      # Per slot: started (µs, 0 when idle), label length, requests, label.
+      SLOT_BYTES = 256
+      LABEL_OFFSET = 24
+      LABEL_MAX = SLOT_BYTES - LABEL_OFFSET
+
+      # @return [Scoreboard, nil] nil where shared memory is not available
+      def self.allocate(slots)
+        memory = SharedMemory.allocate_slots(slots * SLOT_BYTES / SharedMemory::SLOT)
+        memory && new(memory, slots)
+      end
+
+      attr_reader :slots
+
+      def initialize(memory, slots)
+        @memory = memory
+        @slots = slots
+      end
+
+      # @return [Boolean] whether worker `number` has a slot
+      def covers?(number)
+        number < @slots
+      end
+
+      # Monitor side, before spawning the worker that will own the slot.
+      def reset(number)
+        @memory.write(number * SLOT_BYTES, "\0" * LABEL_OFFSET)
+      end
+
+      # Worker side: a request started.
+      def busy(number, label)
+        base = number * SLOT_BYTES
+        label = label.byteslice(0, LABEL_MAX)
+        @memory.write(base + 8, [label.bytesize].pack("q"))
+        @memory.write(base + LABEL_OFFSET, label)
+        @memory.write(base, [now_us].pack("q"))
+      end
+
+      # Worker side: the request is done.
+      def idle(number, requests)
+        base = number * SLOT_BYTES
+        @memory.write(base, [0].pack("q"))
+        @memory.write(base + 16, [requests].pack("q"))
+      end
+
+      # Monitor side.
+      # @return [Array(Float, String), nil] seconds since the request started and
+      #   its request line, or nil when idle
+      def current(number)
+        base = number * SLOT_BYTES
+        started = @memory.read(base, 8).unpack1("q")
+        return nil if started.zero?
+
+        length = @memory.read(base + 8, 8).unpack1("q").clamp(0, LABEL_MAX)
+        [(now_us - started) / 1_000_000.0, @memory.read(base + LABEL_OFFSET, length).force_encoding(Encoding::UTF_8).scrub]
+      end
+
+      # @return [Integer] requests served by the slot's worker
+      def requests(number)
+        @memory.read(number * SLOT_BYTES + 16, 8).unpack1("q")
+      end
+
+      private
+
+      def now_us
+        Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)
+      end
+    end
+  end
+end
