@@ -105,4 +105,22 @@ class ServerProcessModelTest < Herd::Test
     @server.get("/")
     @server.wait_for(/reaped pid \d+ \(exited with status 0\), not one of ours/)
   end
+
+  def test_a_worker_not_ready_within_spawn_timeout_is_killed_and_retried
+    config = <<~RUBY
+      workers 1
+      spawn_timeout 1
+      after_worker_fork do |server, worker|
+        unless File.exist?("slow-once")
+          File.write("slow-once", "")
+          sleep 30
+        end
+      end
+    RUBY
+    serve(config: config)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ was not ready within spawn_timeout \(1s\); killing it/)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ was killed by SIGKILL/)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ ready/)
+    assert_match(/200/, @server.get("/").lines.first)
+  end
 end

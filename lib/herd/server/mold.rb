@@ -36,8 +36,8 @@ module Herd
         trap("INT") { exit!(0) }
         trap("QUIT") { exit!(0) }
         %w[TTIN TTOU USR2 HUP].each { |name| trap(name, "DEFAULT") }
-        boot
         @link.send_message([:hello, Process.pid, nil, @info.generation])
+        boot
         @link.send_message([:ready])
         serve_requests
         exit!(0)

@@ -28,10 +28,11 @@ module Herd
         title
         adopted_by_monitor
         trap_signals
+        # First, so that the monitor can kill us if what follows hangs.
+        @link.send_message([:hello, Process.pid, @info.number, @info.generation])
         hooks.run(:after_worker_fork, log, role, @context, @info)
         @handler = HTTP::Handler.new(@app, HTTP::Options.new(**config.http_options))
         @access_log = AccessLog.open(config.access_log)
-        @link.send_message([:hello, Process.pid, @info.number, @info.generation])
         @link.send_message([:ready])
         hooks.run(:after_worker_ready, log, role, @context, @info)
         serve
