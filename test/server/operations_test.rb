@@ -102,9 +102,16 @@ class ServerOperationsTest < Herd::Test
     assert_equal ["herd: workers must be a whole number >= 0, got :many\n"], @server.lines
   end
 
-  def test_a_missing_app_file_is_one_line
-    @server = Herd::ServerHarness.new(args: ["nowhere.ru"])
+  def test_two_app_files_are_a_usage_error
+    @server = Herd::ServerHarness.new(args: ["other.ru"])
     assert_equal 2, @server.wait.exitstatus
     assert_match(/serve takes one Rack app file/, @server.lines.join)
+  end
+
+  def test_a_missing_app_file_is_one_line
+    _, err, status = herd_cli("serve", "nowhere.ru")
+    assert_equal 1, status.exitstatus
+    assert_equal 1, err.lines.size
+    assert_match(%r{no Rack app file at .*/nowhere\.ru; pass one: herd serve path/to/config.ru}, err)
   end
 end

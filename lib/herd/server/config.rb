@@ -64,6 +64,9 @@ module Herd
         whole(:workers, @workers, 0)
         %i[timeout spawn_timeout shutdown_timeout].each { |name| positive(name, public_send(name)) }
         raise ConfigError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options" unless [true, false].include?(@prepare_heap) || @prepare_heap.is_a?(Hash)
+        if @app.nil? && !File.file?(@rackup)
+          raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
+        end
         # Checked here, once, rather than by every worker in a crash loop.
         require "herd/http"
         HTTP::Options.new(**@http_options)
