@@ -103,7 +103,13 @@ module Herd
       end
 
       # @api private
-      def around_fork
+      def around_fork(&block)
+        ForkSafety.around_fork { fork_with_callbacks(&block) }
+      end
+
+      private
+
+      def fork_with_callbacks
         @callbacks.run_before_fork
         prepare_heap if (cow_friendly || Thread.current[OPT_IN]) && !Thread.current[OPT_OUT]
         pid = yield
@@ -118,8 +124,6 @@ module Herd
         end
         pid
       end
-
-      private
 
       def with_flag(key)
         previous = Thread.current[key]
@@ -141,3 +145,5 @@ module Herd
     end
   end
 end
+
+require_relative "fork_safety"
