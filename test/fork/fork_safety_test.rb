@@ -43,7 +43,7 @@ class ForkSafetyTest < Herd::Test
     Process.wait(pid)
     accepted.write("still here")
     assert_equal "still here", client.readpartial(100)
-    assert_nil client.read_nonblock(1, exception: false) == :wait_readable ? nil : :eof
+    assert_nil (client.read_nonblock(1, exception: false) == :wait_readable) ? nil : :eof
   ensure
     [server, client, accepted].each { |io| io&.close }
   end

@@ -69,14 +69,18 @@ class ServerProcessModelTest < Herd::Test
     refute_equal first, second
   end
 
-  def test_a_dead_mold_is_replaced_and_workers_keep_serving
+  # Pitchfork shuts the whole server down here; herd promotes a worker.
+  def test_a_dead_mold_is_replaced_by_promoting_a_worker_and_serving_goes_on
     serve(args: ["-w", "1"])
     @server.ready
     mold = Integer(@server.wait_for(/mold \(gen 0\), pid (\d+) ready/)[1])
     Process.kill(:KILL, mold)
     @server.wait_for(/mold \(gen 0\), pid #{mold} was killed by SIGKILL/)
     assert_match(/200/, @server.get("/").lines.first)
-    @server.wait_for(/mold \(gen 0\), pid (?!#{mold})\d+ ready/)
+    @server.wait_for(/refork \(the mold is gone\): promoting worker 0 \(gen 0\)/)
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    assert_match(/200/, @server.get("/").lines.first)
   end
 
   def test_without_a_subreaper_the_monitor_forks_workers_itself

@@ -62,12 +62,4 @@ class ServerSignalsTest < Herd::Test
     @server.wait_for(/worker 2 \(gen 0\), pid \d+ exited with status 0/)
     assert_match(/200/, @server.get("/").lines.first)
   end
-
-  def test_USR2_is_reserved
-    @server = Herd::ServerHarness.new(args: ["-w", "1"])
-    @server.ready
-    @server.signal("USR2")
-    @server.wait_for(/USR2 is reserved for reforking/)
-    assert_match(/200/, @server.get("/").lines.first)
-  end
 end

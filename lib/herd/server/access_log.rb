@@ -19,6 +19,10 @@ module Herd
         @io = io
       end
 
+      def close
+        @io.close unless @io.closed? || [$stdout, $stderr].include?(@io)
+      end
+
       def record(remote_addr, exchange)
         return unless exchange&.method
 

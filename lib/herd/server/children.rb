@@ -4,7 +4,7 @@ module Herd
   module Server
     # The monitor's view of one child process.
     Child = Struct.new(:role, :number, :generation, :pid, :link, :state, :spawned_at, :busy_since, :busy_with,
-      :requests, keyword_init: true) do
+      :requests, :fork_unsafe, keyword_init: true) do
       def worker?
         role == :worker
       end

@@ -16,7 +16,7 @@ module Herd
 
       attr_reader :hooks, :listen_specs, :http_options
       attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
-        :access_log, :log_io, :subreaper
+        :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable
 
       def initialize
         @rackup = "config.ru"
@@ -29,6 +29,8 @@ module Herd
         @access_log = nil
         @log_io = $stderr
         @subreaper = true
+        @refork_after = false
+        @refork_max_unavailable = 1
         @listen_specs = []
         @http_options = {}
         @hooks = Hooks.new
@@ -63,6 +65,11 @@ module Herd
       def validate!
         whole(:workers, @workers, 0)
         %i[timeout spawn_timeout shutdown_timeout].each { |name| positive(name, public_send(name)) }
+        schedule = @refork_after.is_a?(Array) && !@refork_after.empty? && @refork_after.all? { |n| n.is_a?(Integer) && n.positive? }
+        unless @refork_after == false || schedule
+          raise ConfigError, "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got #{@refork_after.inspect}"
+        end
+        whole(:refork_max_unavailable, @refork_max_unavailable, 1)
         raise ConfigError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options" unless [true, false].include?(@prepare_heap) || @prepare_heap.is_a?(Hash)
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
@@ -116,6 +123,17 @@ module Herd
         # Seconds a graceful stop (QUIT/TERM) waits for in-flight requests.
         def shutdown_timeout(seconds)
           @config.shutdown_timeout = seconds
+        end
+
+        # Refork after these request counts per generation (the last repeats),
+        # counted on the busiest worker; false (the default) for USR2 only.
+        def refork_after(counts)
+          @config.refork_after = counts
+        end
+
+        # How many workers a refork may replace at once (default 1).
+        def refork_max_unavailable(count)
+          @config.refork_max_unavailable = count
         end
 
         # The Rack app file (default config.ru).

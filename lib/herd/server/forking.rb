@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../fork_hook"
+require_relative "../linux"
 
 module Herd
   module Server
@@ -10,6 +11,28 @@ module Herd
     # preparation (the mold prepared its heap at boot).
     module Forking
       module_function
+
+      # After a double fork our parent is the monitor (the subreaper) only once
+      # the middle process has exited: wait for that, then ask to die with the
+      # monitor. PR_SET_PDEATHSIG set earlier would fire at the middle
+      # process's exit. Exits if the monitor is already gone.
+      def await_adoption(monitor_pid, timeout)
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        sleep 0.001 while Process.ppid != monitor_pid && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+        Linux.parent_death_signal("KILL")
+        exit!(1) if Process.ppid != monitor_pid
+      end
+
+      # Forks a process whose parent will be the monitor (under a subreaper):
+      # the middle process exits at once. Blocks until it has.
+      def double_fork(&block)
+        middle = fork_quietly do
+          fork_quietly(&block)
+          exit!(0)
+        end
+        Process.wait(middle)
+        nil
+      end
 
       # @return [Integer] the child's pid
       def fork_quietly(&block)

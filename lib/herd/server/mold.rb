@@ -27,32 +27,23 @@ module Herd
       # monitor says stop or goes away. Never returns.
       # @param link [Link] to the monitor
       def run(link)
-        @link = link
-        @info.pid = Process.pid
-        Process.setproctitle("herd mold (gen #{@info.generation})")
-        Linux.parent_death_signal("KILL")
-        exit!(1) if Process.ppid != @context.monitor_pid
-        trap("TERM") { exit!(0) }
-        trap("INT") { exit!(0) }
-        trap("QUIT") { exit!(0) }
-        %w[TTIN TTOU USR2 HUP].each { |name| trap(name, "DEFAULT") }
-        @link.send_message([:hello, Process.pid, nil, @info.generation])
-        boot
-        @link.send_message([:ready])
-        serve_requests
-        exit!(0)
-      rescue Exception => e # rubocop:disable Lint/RescueException -- report why the app did not boot, then leave
-        raise if e.is_a?(SystemExit)
+        serve_as_mold(link) do
+          Linux.parent_death_signal("KILL")
+          exit!(1) if Process.ppid != @context.monitor_pid
+        end
+      end
 
-        log.error(role, "failed", e)
-        @link&.send_message([:boot_failed, "#{e.class}: #{e.message}"])
-        exit!(1)
+      # The life of a mold forked from a warmed worker (reforking): the app
+      # is loaded and warm already. Never returns.
+      def run_promoted(link, app)
+        @app = app
+        serve_as_mold(link) { Forking.await_adoption(@context.monitor_pid, config.spawn_timeout) }
       end
 
       # Loads the app and prepares the heap (also used in-process by a
       # monitor without subreaper).
       def boot
-        @app = AppLoader.load(config)
+        @app ||= AppLoader.load(config)
         hooks.run(:after_mold_fork, log, role, @context, @info)
         warn_about_threads
         prepare_heap
@@ -70,18 +61,34 @@ module Herd
           Worker.new(number: number, generation: generation, link: Link.new(worker_io), listeners: @listeners,
             app: @app, context: @context).run
         end
-        pid = Forking.fork_quietly do
-          next start.call unless double_fork
-
-          Forking.fork_quietly(&start)
-          exit!(0)
-        end
-        Process.wait(pid) if double_fork
+        pid = double_fork ? Forking.double_fork(&start) : Forking.fork_quietly(&start)
         worker_io.close
-        double_fork ? nil : pid
+        pid
       end
 
       private
+
+      def serve_as_mold(link)
+        @link = link
+        @info.pid = Process.pid
+        Process.setproctitle("herd mold (gen #{@info.generation})")
+        yield
+        trap("TERM") { exit!(0) }
+        trap("INT") { exit!(0) }
+        trap("QUIT") { exit!(0) }
+        %w[TTIN TTOU USR2 HUP].each { |name| trap(name, "DEFAULT") }
+        @link.send_message([:hello, Process.pid, nil, @info.generation])
+        boot
+        @link.send_message([:ready])
+        serve_requests
+        exit!(0)
+      rescue Exception => e # rubocop:disable Lint/RescueException -- report why the mold did not boot, then leave
+        raise if e.is_a?(SystemExit)
+
+        log.error(role, "failed", e)
+        @link&.send_message([:boot_failed, "#{e.class}: #{e.message}"])
+        exit!(1)
+      end
 
       def serve_requests
         while (message = @link.receive)

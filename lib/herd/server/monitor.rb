@@ -32,6 +32,10 @@ module Herd
         @log = log
         @children = Children.new
         @generation = 0
+        @newest_generation = 0
+        @refork = nil
+        @next_refork_at = 0.0
+        @refork_failures = Hash.new(0)
         @boot_failures = 0
         @worker_failures = 0
         @next_mold_at = 0.0
@@ -98,30 +102,43 @@ module Herd
       # --- keeping the right processes alive -----------------------------
 
       def maintain
-        return spawn_mold if @local_mold.nil? && @children.molds.empty? && now >= @next_mold_at
+        return replace_mold if @local_mold.nil? && @children.molds.empty? && now >= @next_mold_at
 
         retire_extra_workers
+        roll_out
         spawn_missing_workers
         announce_ready
+        consider_refork
+      end
+
+      # No mold: promote a warmed worker if there is one (the app stays warm),
+      # otherwise boot a fresh one from config.ru.
+      def replace_mold
+        return if @refork
+        return if !promotion_candidates.empty? && start_refork("the mold is gone")
+
+        spawn_mold
       end
 
       def spawn_mold
         mine, theirs = Link.pair
-        mold = Mold.new(generation: @generation, listeners: @listeners, context: @context)
+        generation = @children.any? ? (@newest_generation += 1) : @newest_generation
+        @generation = generation
+        mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
         pid = Forking.fork_quietly do
           leave_monitor([mine.io])
           mold.run(theirs)
         end
         theirs.close
-        @children.add(Child.new(role: :mold, generation: @generation, pid: pid, link: mine, state: :spawning,
+        @children.add(Child.new(role: :mold, generation: generation, pid: pid, link: mine, state: :spawning,
           spawned_at: now))
-        @log.info(ROLE, "mold (gen #{@generation}) spawned as pid #{pid}")
+        @log.info(ROLE, "mold (gen #{generation}) spawned as pid #{pid}")
       end
 
       def spawn_missing_workers
         return if now < @next_worker_at
 
-        mold = @children.molds.find(&:ready?)
+        mold = @children.molds.find { |child| child.ready? && child.generation == @generation }
         return unless mold || @local_mold
 
         missing = (0...@target).to_a - @children.workers.map(&:number)
@@ -150,6 +167,100 @@ module Herd
       def leave_monitor(extra_ios)
         @signals.reset_in_child
         (@children.ios + extra_ios).each { |io| io.close unless io.closed? }
+      end
+
+      # --- reforking ---------------------------------------------------------
+
+      def consider_refork
+        return if @refork || now < @next_refork_at || !@config.refork_after || @local_mold
+
+        schedule = @config.refork_after
+        threshold = schedule[[@generation, schedule.size - 1].min]
+        busiest = current_workers.max_by { |child| requests_of(child) }
+        start_refork("#{requests_of(busiest)} requests") if busiest && requests_of(busiest) >= threshold
+      end
+
+      # @return [Boolean] whether a promotion was asked for
+      def start_refork(reason)
+        return false if @refork || @local_mold || @state != :running
+
+        candidate = promotion_candidates.first
+        unless candidate
+          @log.info(ROLE, "refork (#{reason}): no fork-safe worker to promote; generation #{@generation} keeps serving")
+          @next_refork_at = now + 5
+          return false
+        end
+        promote(candidate, reason)
+      end
+
+      def promote(candidate, reason)
+        mine, theirs = Link.pair
+        generation = @newest_generation += 1
+        sent = candidate.link.send_message([:promote, generation], io: theirs.io)
+        theirs.close
+        return mine.close && false unless sent
+
+        @refork = @children.add(Child.new(role: :mold, generation: generation, link: mine, state: :spawning,
+          spawned_at: now, requests: 0))
+        @refork_candidate = candidate
+        @log.info(ROLE, "refork (#{reason}): promoting #{candidate} with #{requests_of(candidate)} requests " \
+          "to mold (gen #{generation})")
+        true
+      end
+
+      # The warmest first: most requests served, fewest failed promotions.
+      def promotion_candidates
+        @children.workers.select { |child| child.ready? && !child.fork_unsafe }
+          .sort_by { |child| [@refork_failures[child.pid], -requests_of(child)] }
+      end
+
+      def current_workers
+        @children.workers.select { |child| child.ready? && child.generation == @generation }
+      end
+
+      def requests_of(child)
+        return child.requests.to_i unless @scoreboard&.covers?(child.number)
+
+        @scoreboard.requests(child.number)
+      end
+
+      # The new mold is ready: it is the current generation now; the old mold
+      # goes, and old workers are replaced a few at a time (roll_out).
+      def refork_done(mold)
+        @refork = nil
+        @generation = mold.generation
+        @next_refork_at = 0.0
+        @log.info(ROLE, "mold (gen #{mold.generation}) ready; replacing older workers " \
+          "#{@config.refork_max_unavailable} at a time")
+        @children.molds.each do |child|
+          next if child.equal?(mold) || child.state == :stopping
+
+          child.state = :stopping
+          child.link.send_message([:stop])
+        end
+      end
+
+      def refork_failed(mold, why)
+        @refork = nil
+        @refork_failures[@refork_candidate&.pid] += 1
+        delay = [1.0 * (2**[@refork_failures.values.sum, 5].min), 30].min
+        @next_refork_at = now + delay
+        @log.info(ROLE, "refork to generation #{mold.generation} failed (#{why}); generation #{@generation} " \
+          "keeps serving; next attempt in #{delay.round(1)}s")
+      end
+
+      # Old-generation workers are stopped (gracefully) at most
+      # refork_max_unavailable at a time; spawn_missing_workers replaces them
+      # from the current mold.
+      def roll_out
+        old = @children.workers.select { |child| child.generation < @generation }
+        return if old.empty? || @children.molds.none? { |child| child.ready? && child.generation == @generation }
+
+        unavailable = @children.workers.count { |child| child.state != :ready } + ((0...@target).to_a - @children.workers.map(&:number)).size
+        old.select(&:ready?).first([@config.refork_max_unavailable - unavailable, 0].max).each do |child|
+          child.state = :stopping
+          child.link.send_message([:stop])
+        end
       end
 
       def retire_extra_workers
@@ -199,7 +310,21 @@ module Herd
           child.busy_since = nil
           child.requests = message[1]
         when :boot_failed then @last_boot_error = message[1]
+        when :fork_unsafe
+          child.fork_unsafe = true
+          @log.info(ROLE, "#{child} is no longer fork safe (#{message[1]}); it will not be promoted")
+        when :promotion_refused then promotion_refused(child, message[1])
         end
+      end
+
+      def promotion_refused(child, reason)
+        child.fork_unsafe = true
+        @log.info(ROLE, "#{child} refused promotion (not fork safe: #{reason}); trying another worker")
+        return unless @refork
+
+        @children.delete(@refork)
+        @refork = nil
+        start_refork("retry")
       end
 
       def on_ready(child)
@@ -207,6 +332,7 @@ module Herd
 
         child.state = :ready
         @log.info(ROLE, "#{child} ready")
+        refork_done(child) if child.equal?(@refork)
         if child.mold?
           @boot_failures = 0
         else
@@ -223,7 +349,9 @@ module Herd
 
         @children.delete(child)
         @log.info(ROLE, "#{child} died while starting")
-        worker_failed if @state == :running
+        return unless @state == :running
+
+        child.equal?(@refork) ? refork_failed(child, "it died while starting") : worker_failed
       end
 
       # --- deaths ------------------------------------------------------------
@@ -247,7 +375,9 @@ module Herd
           info = WorkerInfo.new(number: child.number, generation: child.generation, pid: child.pid, requests: child.requests)
           @config.hooks.run(:after_worker_exit, @log, ROLE, @context, info, status)
           worker_failed if child.state == :spawning && @state == :running
-        elsif @state == :running
+        elsif child.equal?(@refork)
+          refork_failed(child, describe(status)) if @state == :running
+        elsif @state == :running && child.state != :stopping
           (child.state == :spawning) ? mold_failed : mold_died
         end
       end
@@ -338,7 +468,7 @@ module Herd
         when "INT" then stop(:immediate, signal)
         when "TTIN" then resize(@target + 1)
         when "TTOU" then resize([@target - 1, 0].max)
-        when "USR2" then @log.info(ROLE, "USR2 is reserved for reforking, which is not available yet; ignored")
+        when "USR2" then start_refork("USR2")
         when "HUP" then @log.info(ROLE, "HUP ignored (restart the service to load new code)")
         end
       end

@@ -3,6 +3,8 @@
 require_relative "../linux"
 require_relative "context"
 require_relative "access_log"
+require_relative "forking"
+require_relative "../fork_safety"
 
 module Herd
   module Server
@@ -30,6 +32,7 @@ module Herd
         trap_signals
         # First, so that the monitor can kill us if what follows hangs.
         @link.send_message([:hello, Process.pid, @info.number, @info.generation])
+        ForkSafety.on_unsafe { |reason| @link.send_message([:fork_unsafe, reason]) }
         hooks.run(:after_worker_fork, log, role, @context, @info)
         @handler = HTTP::Handler.new(@app, HTTP::Options.new(**config.http_options))
         @access_log = AccessLog.open(config.access_log)
@@ -45,16 +48,8 @@ module Herd
 
       private
 
-      # After the double fork our parent is the monitor (the subreaper) only
-      # once the middle process has exited: wait for that, then ask to die
-      # with the monitor. PR_SET_PDEATHSIG set earlier would fire at the
-      # middle process's exit.
       def adopted_by_monitor
-        monitor = @context.monitor_pid
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + config.spawn_timeout
-        sleep 0.001 while Process.ppid != monitor && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-        Linux.parent_death_signal("KILL")
-        exit!(1) if Process.ppid != monitor
+        Forking.await_adoption(@context.monitor_pid, config.spawn_timeout)
       end
 
       def trap_signals
@@ -127,11 +122,35 @@ module Herd
 
       def read_link
         messages, closed = @link.read_ready
-        messages.each { |message| @stopping = true if message.first == :stop }
+        messages.each do |message|
+          case message.first
+          when :stop then @stopping = true
+          when :promote then promote(message[1], @link.take_io)
+          end
+        end
         return unless closed
 
         log.info(role, "the monitor is gone; exiting")
         exit!(0)
+      end
+
+      # Forks the next mold from this warmed process, as a sibling (double
+      # fork), and goes back to serving: capacity never drops.
+      def promote(generation, mold_io)
+        return unless mold_io
+        unless ForkSafety.fork_safe?
+          mold_io.close
+          return @link.send_message([:promotion_refused, ForkSafety.reason])
+        end
+
+        mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
+        access_log = @access_log
+        Forking.double_fork do
+          @link.io.close
+          access_log&.close # the new mold's workers open their own
+          mold.run_promoted(Link.new(mold_io), @app)
+        end
+        mold_io.close
       end
 
       def title

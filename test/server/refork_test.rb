@@ -1,0 +1,140 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/server_harness"
+
+class ServerReforkTest < Herd::Test
+  def self.test_timeout
+    120
+  end
+
+  def teardown
+    @server&.cleanup
+  end
+
+  def serve(**options)
+    @server = Herd::ServerHarness.new(**options)
+    @server.ready
+    @server
+  end
+
+  def refork_to(generation, workers: 1)
+    @server.signal("USR2")
+    @server.wait_for(/mold \(gen #{generation}\), pid \d+ ready/)
+    workers.times { |number| @server.wait_for(/worker #{number} \(gen #{generation}\), pid \d+ ready/) }
+  end
+
+  def titles
+    tree = Herd::Memory::ProcessTree.new
+    @server.descendants.map { |pid| [tree.ppid(pid), tree.title(pid).sub(/ requests=\d+/, "")] }
+  end
+
+  def test_usr2_reforks_generation_after_generation_and_every_process_stays_a_child_of_the_monitor
+    serve(args: ["-w", "2"])
+    2.times { @server.get("/") }
+    (1..3).each do |generation|
+      refork_to(generation, workers: 2)
+      @server.wait_for(/mold \(gen #{generation - 1}\), pid \d+ exited with status 0/)
+      @server.wait_for(/worker 1 \(gen #{generation - 1}\), pid \d+ exited with status 0/)
+    end
+    @server.wait_for(/refork \(USR2\): promoting worker \d \(gen 2\)/)
+    assert_equal [[@server.pid, "herd mold (gen 3)"], [@server.pid, "herd worker 0 (gen 3)"], [@server.pid, "herd worker 1 (gen 3)"]],
+      titles.sort
+    assert_match(/200/, @server.get("/").lines.first)
+  end
+
+  def test_refork_after_counts_requests_per_generation
+    serve(config: "workers 1\nrefork_after [3, 5]\n")
+    3.times { @server.get("/") }
+    @server.wait_for(/refork \(3 requests\): promoting worker 0 \(gen 0\)/)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    5.times { @server.get("/") }
+    @server.wait_for(/refork \(5 requests\): promoting worker 0 \(gen 1\)/)
+    @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
+  end
+
+  def test_a_fork_unsafe_worker_is_never_promoted
+    app = <<~RUBY
+      run ->(env) {
+        Herd.no_longer_fork_safe!("opened a gRPC channel") if env["PATH_INFO"] == "/unsafe"
+        [200, {}, ["ok"]]
+      }
+    RUBY
+    serve(app: app, args: ["-w", "1"])
+    @server.get("/unsafe")
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ is no longer fork safe \(opened a gRPC channel\)/)
+    @server.signal("USR2")
+    @server.wait_for(/refork \(USR2\): no fork-safe worker to promote; generation 0 keeps serving/)
+    refute(@server.lines.any? { |line| line.include?("promoting") })
+  end
+
+  def test_a_new_mold_that_crashes_while_booting_is_retried_and_the_old_generation_keeps_serving
+    config = <<~RUBY
+      workers 1
+      after_mold_fork do |server, mold|
+        if mold.generation == 1
+          File.write("crashed", "")
+          exit!(3)
+        end
+      end
+    RUBY
+    serve(config: config)
+    @server.signal("USR2")
+    @server.wait_for(/refork to generation 1 failed \(exited with status 3\); generation 0 keeps serving; next attempt in/)
+    assert_match(/200/, @server.get("/").lines.first)
+    @server.signal("USR2")
+    @server.wait_for(/mold \(gen 2\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
+  end
+
+  def test_the_rollout_replaces_at_most_refork_max_unavailable_workers_at_a_time
+    serve(config: "workers 3\nrefork_max_unavailable 1\n")
+    mark = @server.mark
+    refork_to(1, workers: 3)
+    3.times { |number| @server.wait_for(/worker #{number} \(gen 0\), pid \d+ exited/) }
+    events = @server.lines.drop(mark).grep(/worker \d \(gen [01]\), pid \d+ (exited|ready)/)
+    down = 0
+    events.each do |line|
+      down += 1 if line.include?("(gen 0)") && line.include?("exited")
+      down -= 1 if line.include?("(gen 1)") && line.include?("ready")
+      assert_operator down, :<=, 1, "more than one worker out of service at once:\n#{events.join}"
+    end
+  end
+
+  def test_quit_during_a_refork_stops_cleanly
+    serve(args: ["-w", "2"])
+    @server.signal("USR2")
+    @server.signal("QUIT")
+    assert_equal 0, @server.wait.exitstatus
+    @server.wait_for(/monitor: stopped/)
+  end
+
+  def test_ttin_during_a_refork_ends_with_one_more_worker_of_the_new_generation
+    serve(args: ["-w", "1"])
+    @server.signal("USR2")
+    @server.signal("TTIN")
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 1 \(gen 1\), pid \d+ ready/)
+  end
+
+  def test_descriptor_counts_stay_flat_across_100_reforks
+    serve(args: ["-w", "1", "--access-log", "access.log"])
+    counts = {}
+    (1..100).each do |generation|
+      @server.get("/")
+      refork_to(generation)
+      next unless [5, 100].include?(generation)
+
+      mold = Integer(@server.wait_for(/mold \(gen #{generation}\), pid (\d+) ready/)[1])
+      counts[generation] = [fds(@server.pid), fds(mold)]
+    end
+    assert_equal counts[5], counts[100], "monitor and mold descriptor counts after 5 and 100 reforks"
+  end
+
+  private
+
+  def fds(pid)
+    Dir.children("/proc/#{pid}/fd").size
+  end
+end
