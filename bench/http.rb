@@ -51,6 +51,8 @@ measurements = Dir.mktmpdir("bench-http") do |logs|
 end
 env[:loadavg_end] = HttpBench.loadavg
 env[:seconds] = (HttpBench.now - started).round(1)
+others = measurements.filter_map { |m| m[:other_cpu] }
+env[:other_cpu] = others.empty? ? "n/a" : format("median %.2f, max %.2f", Bench::Report.median(others), others.max)
 summary = HttpBench::Summary.new(measurements, servers: servers, apps: apps)
 
 markdown = <<~MD
@@ -58,7 +60,9 @@ markdown = <<~MD
 
   #{Bench::Report.environment_markdown(env)}- servers: #{env[:servers].map { |name, version| "#{name} #{version}" }.join(", ")}; rack #{env[:rack]}
   - wrk #{env[:wrk]}: `#{env[:wrk_command]}`, after a warm-up `#{env[:warmup]}`
-  - load average (1/5/15 min) at start: #{env[:loadavg_start]}, at end: #{env[:loadavg_end]}
+  - load average (1/5/15 min) at start: #{env[:loadavg_start]}, at end: #{env[:loadavg_end]} (the benchmark itself
+    keeps ~4 threads runnable: 2 workers, 2 wrk threads)
+  - CPU used by other processes during the measured runs, in cores: #{env[:other_cpu]} (per run in the last table)
   - whole run: #{env[:seconds]} s
 
   2 worker processes each, one request at a time per worker (Puma: `workers 2; threads 1, 1`), app
@@ -70,6 +74,7 @@ markdown = <<~MD
   connection open (the others answer `Connection: close`, so wrk reconnects for every request).
 
   #{summary.markdown}
+  #{summary.anomalies_markdown}
   ### Every repetition
 
   #{summary.raw_markdown}

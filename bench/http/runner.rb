@@ -45,19 +45,36 @@ module HttpBench
       result[:keep_alive] = process.probe[:keep_alive]
       @wrk.warm(process.url, @warmup)
       result.merge!(load(process))
+      result[:alive_after] = HttpBench.probe(process.port, app.path)&.fetch(:status)
+      result
     rescue ServerProcess::Failed, RuntimeError => e
       result.merge!(error: e.message)
     ensure
-      problems = process&.stop || []
+      stopped(result, process)
+    end
+
+    # Stops the server; keeps the end of its log when anything looked wrong.
+    def stopped(result, process)
+      return unless process
+
+      problems = process.stop
+      result[:exit] = process.status&.inspect
       result[:stop_problems] = problems unless problems.empty?
+      suspicious = !problems.empty? || !process.clean_exit? || result[:alive_after] != 200 ||
+        result[:errors]&.values&.sum.to_i.positive?
+      result[:log_tail] = process.log_tail(40) if suspicious
     end
 
     def load(process)
+      busy = HttpBench.system_busy
       before = process.cpu
       run = @wrk.run(process.url)
       after = process.cpu
+      busy = HttpBench.system_busy - busy
       per_request = ->(key) { ((after[key] - before[key]) / run[:requests] * 1e6).round(1) }
+      ours = after[:workers] + after[:others] - before[:workers] - before[:others] + run[:wrk_cpu]
       run.merge(loadavg: HttpBench.loadavg, processes: after[:processes],
+        other_cpu: ((busy - ours) / (run[:duration_us] / 1e6)).round(2), # cores busy with anything else
         cpu_us_per_request: {workers: per_request.call(:workers), others: per_request.call(:others),
                              wrk: (run[:wrk_cpu] / run[:requests] * 1e6).round(1)})
     end
@@ -67,10 +84,11 @@ module HttpBench
       line += if m[:error]
         "FAILED: #{m[:error].lines.first}"
       else
-        format("%8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  errors %d  load %s",
-          m[:rps], m[:latency_us][:p50] / 1e3, m[:latency_us][:p99] / 1e3, m[:errors].values.sum, m[:loadavg])
+        format("%8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  errors %d  other CPU %.2f cores",
+          m[:rps], m[:latency_us][:p50] / 1e3, m[:latency_us][:p99] / 1e3, m[:errors].values.sum, m[:other_cpu])
       end
       line += "  (stop: #{m[:stop_problems].join("; ")})" if m[:stop_problems]
+      line += "  (exit: #{m[:exit]}; server log kept in the JSON)" if m[:log_tail]
       warn line
     end
   end

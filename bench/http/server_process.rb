@@ -13,6 +13,8 @@ module HttpBench
     class Failed < StandardError; end
 
     attr_reader :port, :pid, :boot_seconds, :probe, :log_path
+    # @return [Process::Status, nil] the leader's, once reaped
+    attr_reader :status
 
     def initialize(server, app:, path:, log_path:)
       @server = server
@@ -52,6 +54,13 @@ module HttpBench
       problems
     end
 
+    # @return [Boolean] exited with 0, or killed by its own stop signal (Puma does that)
+    def clean_exit?
+      return false unless @status
+
+      @status.success? || @status.termsig == Signal.list.fetch(@server.stop)
+    end
+
     def cpu
       HttpBench.server_cpu(@pid)
     end
@@ -70,7 +79,7 @@ module HttpBench
 
     def wait_until_ready(deadline)
       loop do
-        raise Failed, "#{@server.name} exited during boot (#{$?.inspect})\n#{log_tail}" if reap(0)
+        raise Failed, "#{@server.name} exited during boot (#{@status.inspect})\n#{log_tail}" if reap(0)
 
         @port ||= announced_port
         @probe = @port && HttpBench.probe(@port, @path)
@@ -93,7 +102,8 @@ module HttpBench
     def reap(timeout)
       deadline = HttpBench.now + timeout
       loop do
-        return true if @reaped || (@reaped = Process.wait(@pid, Process::WNOHANG))
+        return true if @reaped
+        return @reaped = true if (@status = Process.wait2(@pid, Process::WNOHANG)&.last)
         return false if HttpBench.now >= deadline
 
         sleep 0.02

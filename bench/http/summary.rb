@@ -27,7 +27,7 @@ module HttpBench
       data.transform_values do |by_server|
         herd = by_server[BASELINE]
         peer = by_server[TARGET_PEER]
-        next {met: nil, reason: "#{TARGET_PEER} or herd did not run"} unless herd[:rps] && peer[:rps]
+        next {met: nil, reason: "#{TARGET_PEER} or herd did not run"} unless herd&.dig(:rps) && peer&.dig(:rps)
 
         rps = herd[:rps][:median] >= peer[:rps][:median]
         p99 = herd[:p99_ms][:median] <= peer[:p99_ms][:median]
@@ -39,24 +39,47 @@ module HttpBench
       @apps.map { |app| app_markdown(app) }.join("\n") + targets_markdown
     end
 
+    # Measurements left out of the medians, and servers that did not stop cleanly.
+    def anomalies_markdown
+      lines = @measurements.filter_map do |m|
+        notes = [invalid(m), *m[:stop_problems], ("exit #{m[:exit]}" if m[:log_tail] && m[:exit])].compact
+        "- rep #{m[:rep]} #{m[:app]} #{m[:server]}: #{notes.join("; ")}" unless notes.empty?
+      end
+      return "" if lines.empty?
+
+      "### Anomalies (excluded from the medians when invalid; server logs in http.json)\n\n#{lines.join("\n")}\n"
+    end
+
     # Every repetition, for the curious.
     def raw_markdown
       rows = @measurements.map do |m|
-        next [m[:rep], m[:app], m[:server], "failed: #{m[:error].lines.first.strip}", "", "", "", "", ""] if m[:error]
+        next [m[:rep], m[:app], m[:server], "failed: #{m[:error].lines.first.strip}"] + [""] * 7 if m[:error]
 
         cpu = m[:cpu_us_per_request]
         [m[:rep], m[:app], m[:server], format("%.0f", m[:rps]), ms(m[:latency_us][:p50]), ms(m[:latency_us][:p99]),
-          m[:errors].values.sum, "#{cpu[:workers]} + #{cpu[:others]} (wrk #{cpu[:wrk]})", m[:loadavg]]
+          m[:errors].values.sum, "#{cpu[:workers]} + #{cpu[:others]} (wrk #{cpu[:wrk]})", m[:other_cpu], m[:loadavg]]
       end
       Bench::Report.markdown_table(["rep", "app", "server", "req/s", "p50 ms", "p99 ms", "errors",
-        "CPU µs/req: workers + rest (wrk)", "load avg after"], rows)
+        "CPU µs/req: workers + rest (wrk)", "other CPU (cores)", "load avg after"], rows)
     end
 
     private
 
+    # @return [String, nil] why a measurement does not count
+    def invalid(m)
+      return "failed: #{m[:error].lines.first.strip}" if m[:error]
+
+      errors = m[:errors].values.sum
+      if errors > m[:requests] / 100
+        "#{errors} socket errors for #{m[:requests]} requests (#{m[:errors].map { |k, v| "#{k} #{v}" }.join(", ")})"
+      elsif m[:alive_after] != 200
+        "no HTTP 200 right after the run (#{m[:alive_after].inspect})"
+      end
+    end
+
     def figures(app, server)
       runs = @measurements.select { |m| m[:app] == app && m[:server] == server }
-      ok = runs.reject { |m| m[:error] }
+      ok = runs.reject { |m| invalid(m) }
       return {runs: runs.size, failed: runs.size} if ok.empty?
 
       lat = ->(key) { Bench::Report.stats(ok.map { |m| m[:latency_us][key] / 1e3 }) }
@@ -77,7 +100,7 @@ module HttpBench
 
         [server.name, server.version, range(f[:rps], "%.0f"), ratio(f, base, :rps), range(f[:p50_ms], "%.2f"),
           range(f[:p99_ms], "%.2f"), ratio(f, base, :p99_ms), format("%.2f", f[:p999_ms][:median]),
-          f[:errors] + f[:failed], f[:keep_alive] ? "yes" : "no",
+          f[:failed].zero? ? f[:errors] : "#{f[:errors]} (#{f[:failed]} of #{f[:runs]} runs excluded)", f[:keep_alive] ? "yes" : "no",
           "#{f[:cpu_us_per_request][:workers]} + #{f[:cpu_us_per_request][:others]}"]
       end
       <<~MD

@@ -99,6 +99,14 @@ module HttpBench
     end
   end
 
+  # @return [Float] CPU seconds all CPUs spent busy since boot (/proc/stat)
+  def system_busy
+    user, nice, system, _idle, _iowait, irq, softirq, steal = File.read("/proc/stat")[/^cpu (.*)$/, 1].split.map(&:to_i)
+    (user + nice + system + irq + softirq + steal) / TICKS
+  rescue SystemCallError
+    0.0
+  end
+
   # @return [Float] CPU seconds of waited-for children of this process (wrk)
   def children_cpu
     times = Process.times

@@ -10,6 +10,7 @@ module Herd
   class CLI
     COMMANDS = {
       "serve" => ["herd/cli/serve", "Serve", "run a Rack app: monitor, mold and workers (herd serve config.ru)"],
+      "refork" => ["herd/cli/refork", "Refork", "ask a running server to refork now (herd refork MONITOR_PID)"],
       "mem" => ["herd/cli/mem", "Mem", "memory of a process or process tree (PSS, USS, shared)"],
       "demo" => ["herd/cli/demo", "Demo", "show copy-on-write sharing: plain fork vs herd's fork"]
     }.freeze

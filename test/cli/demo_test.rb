@@ -4,7 +4,7 @@ require "test_helper"
 
 class DemoCommandTest < Herd::Test
   def test_demo_shows_both_forks_and_the_saving
-    out, err, status = herd_cli("demo", "--objects", "300000", "--children", "1")
+    out, err, status = herd_cli("demo", "fork", "--objects", "300000", "--children", "1")
     assert status.success?, err
     assert_match(/After one GC in each child, plain fork:/, out)
     assert_match(/After one GC in each child, herd's fork:/, out)
@@ -15,12 +15,22 @@ class DemoCommandTest < Herd::Test
   end
 
   def test_bad_options_are_one_line_usage_errors
-    _, err, status = herd_cli("demo", "--children", "0")
+    _, err, status = herd_cli("demo", "fork", "--children", "0")
     assert_equal 2, status.exitstatus
     assert_equal 1, err.lines.size, err
-    _, err, status = herd_cli("demo", "--objects", "many")
+    _, err, status = herd_cli("demo", "fork", "--objects", "many")
     assert_equal 2, status.exitstatus
     assert_match(/invalid argument: --objects many/, err)
+  end
+
+  def test_the_server_demo_reforks_and_shows_the_memory_of_both_generations
+    out, err, status = herd_cli("demo", "--workers", "2", "--requests", "20", env: {"HERD_DEMO_CONSTANTS" => "2000"})
+    assert status.success?, err
+    assert_match(/Generation 0: 2 workers/, out)
+    assert_match(/herd worker 1 \(gen 0\)/, out)
+    assert_match(/Generation 1: the mold and workers forked from the warmest worker/, out)
+    assert_match(/herd mold \(gen 1\)/, out)
+    assert_match(/Σ PSS of the whole tree: [\d.]+ MiB before reforking, [\d.]+ MiB after/, out)
   end
 
   def test_unknown_command_and_help

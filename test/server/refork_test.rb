@@ -43,6 +43,17 @@ class ServerReforkTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
+  def test_herd_refork_asks_a_running_monitor
+    serve(args: ["-w", "1"])
+    out, err, status = herd_cli("refork", @server.pid.to_s)
+    assert status.success?, err
+    assert_match(/asked herd monitor #{@server.pid} to refork/, out)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    _, err, status = herd_cli("refork", Process.pid.to_s)
+    assert_equal 1, status.exitstatus
+    assert_match(/is ".*", not a herd monitor/, err)
+  end
+
   def test_refork_after_counts_requests_per_generation
     serve(config: "workers 1\nrefork_after [3, 5]\n")
     3.times { @server.get("/") }

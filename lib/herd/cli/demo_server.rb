@@ -1,0 +1,138 @@
+# frozen_string_literal: true
+
+require "optparse"
+require "rbconfig"
+require "socket"
+require_relative "../memory"
+
+module Herd
+  class CLI
+    # `herd demo`: starts `herd serve` on a demo app whose requests fill
+    # inline caches, warms it, shows the tree's memory with herd mem's table,
+    # reforks (USR2), warms it again, and shows the memory once more.
+    class DemoServer
+      BANNER = "Usage: herd demo [--workers N] [--requests N]   (herd demo fork: the copy-on-write demo)"
+      APP = File.expand_path("../../../examples/demo/config.ru", __dir__)
+      HERD = File.expand_path("../../../exe/herd", __dir__)
+
+      def initialize(out: $stdout, err: $stderr)
+        @out = out
+        @err = err
+        @lines = Queue.new
+      end
+
+      # @return [Integer] exit status
+      def run(argv)
+        options = parse(argv)
+        return 0 if options[:help]
+
+        start_server(options[:workers])
+        warm(options[:requests], options[:workers])
+        before = show("Generation 0: #{options[:workers]} workers forked from a mold that never served; each warmed its own caches")
+        refork(options[:workers])
+        warm(options[:requests] / 2, options[:workers])
+        after = show("Generation 1: the mold and workers forked from the warmest worker (herd refork / USR2)")
+        @out.puts format("Σ PSS of the whole tree: %s before reforking, %s after (%.1fx less).",
+          mib(before.total.pss), mib(after.total.pss), before.total.pss.to_f / after.total.pss)
+        @out.puts "Measure any server the same way: herd mem MONITOR_PID --tree"
+        0
+      ensure
+        stop_server
+      end
+
+      private
+
+      def parse(argv)
+        options = {workers: 4, requests: 200}
+        OptionParser.new do |opts|
+          opts.banner = BANNER
+          opts.on("--workers N", Integer, "worker processes (default 4)") { |n| options[:workers] = n }
+          opts.on("--requests N", Integer, "warm-up requests (default 200)") { |n| options[:requests] = n }
+          opts.on("-h", "--help") do
+            @out.puts(opts)
+            options[:help] = true
+          end
+        end.parse!(argv.dup)
+        raise UsageError, "--workers must be between 1 and 16" unless (1..16).cover?(options[:workers])
+        raise UsageError, "--requests must be at least 10" if options[:requests] < 10
+
+        options
+      rescue OptionParser::ParseError => e
+        raise UsageError, e.message
+      end
+
+      def start_server(workers)
+        reader, writer = IO.pipe
+        @pid = Process.spawn(RbConfig.ruby, "-I", File.expand_path("../..", __dir__), HERD, "serve", APP,
+          "-w", workers.to_s, "-l", "127.0.0.1:0", err: writer, out: writer, pgroup: true)
+        writer.close
+        @follower = Thread.new { reader.each_line { |line| @lines << line } }
+        @port = Integer(wait_for(/ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/)[1])
+        @out.puts "herd serve started (monitor pid #{@pid}, http://127.0.0.1:#{@port}), demo app: #{APP}", ""
+      end
+
+      def warm(requests, concurrency)
+        Array.new(concurrency) { Thread.new { (requests / concurrency).times { get } } }.each(&:join)
+      end
+
+      def get
+        TCPSocket.open("127.0.0.1", @port) do |socket|
+          socket.write("GET / HTTP/1.1\r\nHost: demo\r\n\r\n")
+          socket.read
+        end
+      end
+
+      # Each generation-1 worker replaces a generation-0 one that has exited:
+      # once all are ready, the rollout is over.
+      def refork(workers)
+        Process.kill(:USR2, @pid)
+        ready = []
+        ready |= [Integer(wait_for(/worker (\d+) \(gen 1\), pid \d+ ready/)[1])] until ready.size == workers
+      end
+
+      def show(title)
+        report = Memory.tree(@pid)
+        @out.puts title, report.to_table, ""
+        report
+      end
+
+      # @return [MatchData] from the server's log
+      def wait_for(pattern, timeout: 60)
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        loop do
+          remaining = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          raise Error, "the demo server did not log #{pattern.source} in #{timeout}s" if remaining <= 0
+
+          line = pop_with_deadline(remaining)
+          match = line&.match(pattern)
+          return match if match
+        end
+      end
+
+      # Queue#pop(timeout:) is Ruby 3.2; this works on 3.1 too.
+      def pop_with_deadline(seconds)
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+        loop do
+          return @lines.pop(true)
+        rescue ThreadError
+          return nil if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline || !@follower.alive?
+
+          sleep 0.01
+        end
+      end
+
+      def stop_server
+        return unless @pid
+
+        Process.kill(:QUIT, @pid)
+        Process.wait(@pid)
+      rescue Errno::ESRCH, Errno::ECHILD
+        nil
+      end
+
+      def mib(bytes)
+        format("%.1f MiB", bytes / 1024.0 / 1024)
+      end
+    end
+  end
+end
