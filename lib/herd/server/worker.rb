@@ -74,12 +74,16 @@ module Herd
         end
       end
 
+      # Under load the next connection is usually waiting already: take it
+      # without another IO.select, until there is none or we must stop.
       def accept(listener)
-        client, address = listener.accept
-        return unless client
+        until @stopping
+          client, address = listener.accept
+          return unless client
 
-        serve_client(client, address, listener)
-        read_link
+          serve_client(client, address, listener)
+          read_link
+        end
       end
 
       def serve_client(client, address, listener)
