@@ -15,26 +15,49 @@ module HttpBench
 
   # Every repetition starts each server afresh, warms it, measures it and
   # stops it; servers are interleaved and their order rotates each round.
+  #
+  # The machine may be shared: a run during which other processes used more
+  # than `max_other_cpu` cores is done again (at most RETRIES times, and
+  # RETRY_BUDGET times in all, which keeps the whole run under ~10 minutes);
+  # the disturbed attempts stay in the measurement's :disturbed_attempts.
   class Runner
-    def initialize(servers:, apps:, reps:, wrk:, warmup:, logs:)
+    RETRIES = 2
+    RETRY_BUDGET = 8
+
+    def initialize(servers:, apps:, reps:, wrk:, warmup:, logs:, max_other_cpu:)
       @servers = servers
       @apps = apps
       @reps = reps
       @wrk = wrk
       @warmup = warmup
       @logs = logs
+      @max_other_cpu = max_other_cpu
+      @retries_left = RETRY_BUDGET
     end
 
     # @return [Array<Hash>] one measurement per server, app and repetition
     def call
       (1..@reps).flat_map do |rep|
         @apps.flat_map do |app|
-          @servers.rotate(rep - 1).map { |server| measure(server, app, rep).tap { |m| progress(m) } }
+          @servers.rotate(rep - 1).map { |server| settled(server, app, rep) }
         end
       end
     end
 
     private
+
+    def settled(server, app, rep)
+      disturbed = []
+      loop do
+        m = measure(server, app, rep).tap { |result| progress(result) }
+        return m.merge(disturbed_attempts: disturbed) if m[:error] || m[:other_cpu] <= @max_other_cpu
+        return m.merge(disturbed: true, disturbed_attempts: disturbed) if disturbed.size == RETRIES || @retries_left.zero?
+
+        @retries_left -= 1
+        warn format("    other processes used %.2f cores (> %.2f): again", m[:other_cpu], @max_other_cpu)
+        disturbed << m.slice(:rps, :latency_us, :other_cpu, :loadavg)
+      end
+    end
 
     def measure(server, app, rep)
       result = {server: server.name, app: app.name, rep: rep}

@@ -40,17 +40,17 @@ module HttpBench
     def stop
       return [] unless @pid
 
-      pids = HttpBench.processes(@pid).map { |process| process[:pid] }
+      processes = HttpBench.processes(@pid)
       problems = []
       begin
         Process.kill(@server.stop, @pid) unless @reaped # it may have died during boot
         problems << "did not exit #{STOP_TIMEOUT} s after SIG#{@server.stop}" unless reap(STOP_TIMEOUT)
-        left = leftovers(pids, 2)
+        left = leftovers(processes, 2)
         problems << "processes #{left.join(", ")} still there after it exited" unless left.empty?
       rescue SystemCallError => e
         problems << "stop: #{e.message}"
       end
-      kill(pids)
+      kill(processes)
       problems
     end
 
@@ -113,22 +113,29 @@ module HttpBench
     end
 
     # @return [Array<Integer>] pids of the server still alive after timeout
-    def leftovers(pids, timeout)
+    def leftovers(processes, timeout)
       deadline = HttpBench.now + timeout
       loop do
-        left = pids.select { |pid| alive?(pid) } + HttpBench.processes(@pid).map { |process| process[:pid] }
-        return left.uniq if left.empty? || HttpBench.now >= deadline
+        left = still_there(processes)
+        return left if left.empty? || HttpBench.now >= deadline
 
         sleep 0.05
       end
     end
 
-    def alive?(pid)
-      !HttpBench.stat("/proc/#{pid}/stat").nil?
+    # @return [Array<Integer>] the pids of processes that are still the same processes (pid and start time)
+    def still_there(processes)
+      processes.select { |process| HttpBench.stat("/proc/#{process[:pid]}/stat")&.fetch(:start) == process[:start] }
+        .map { |process| process[:pid] }
     end
 
-    def kill(pids)
-      [-@pid, *pids].each do |target|
+    # SIGKILL to what is left: the whole group while the leader is not
+    # reaped (its pid, hence the group id, cannot have been reused), then each
+    # process of the snapshot that is still the same process (pid and start
+    # time): on a busy machine pids come round again quickly.
+    def kill(processes)
+      targets = (@reaped ? [] : [-@pid]) + still_there(processes)
+      targets.each do |target|
         Process.kill("KILL", target)
       rescue SystemCallError
         next

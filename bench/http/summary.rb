@@ -42,7 +42,8 @@ module HttpBench
     # Measurements left out of the medians, and servers that did not stop cleanly.
     def anomalies_markdown
       lines = @measurements.filter_map do |m|
-        notes = [invalid(m), *m[:stop_problems], ("exit #{m[:exit]}" if m[:log_tail] && m[:exit])].compact
+        notes = [invalid(m), *m[:stop_problems], ("exit #{m[:exit]}" if m[:log_tail] && m[:exit]),
+          ("other processes used #{m[:other_cpu]} cores, #{m[:disturbed_attempts].size + 1} attempts (kept)" if m[:disturbed])].compact
         "- rep #{m[:rep]} #{m[:app]} #{m[:server]}: #{notes.join("; ")}" unless notes.empty?
       end
       return "" if lines.empty?

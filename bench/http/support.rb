@@ -84,7 +84,8 @@ module HttpBench
     return nil if fields[0] == "Z" # a zombie: done, only waiting to be reaped
     title = File.read(path.sub(/stat\z/, "cmdline")).tr("\0", " ")
     {pid: path[/\d+/].to_i, ppid: fields[1].to_i, pgrp: fields[2].to_i, title: title,
-     cpu: (fields[11].to_i + fields[12].to_i) / TICKS} # utime, stime
+     cpu: (fields[11].to_i + fields[12].to_i) / TICKS, # utime, stime
+     start: fields[19].to_i} # with the pid, names a process even once pids are reused
   rescue SystemCallError
     nil # gone
   end

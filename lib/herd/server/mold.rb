@@ -37,6 +37,7 @@ module Herd
       # is loaded and warm already. Never returns.
       def run_promoted(link, app)
         @app = app
+        @promoted = true
         serve_as_mold(link) { Forking.await_adoption(@context.monitor_pid, config.spawn_timeout) }
       end
 
@@ -102,18 +103,19 @@ module Herd
         end
       end
 
-      # A mold's heap is the template of every worker: promote, and compact
-      # so that live objects fill whole pages and the free slots a serving
-      # worker left behind (a promoted mold's heap is full of them) end up in
-      # pages a worker can take without copying shared ones. Filling free
-      # slots, which helps the pool, hurts here: measured in bench/cow, a
-      # promoted mold filled 578k slots and every worker then grew its own
-      # pages (lazy app: 465 MiB with filling, 284 MiB with compaction).
+      # A mold's heap is the template of every worker: promote young objects.
+      # A promoted mold (forked from a worker that served requests) also
+      # compacts, so the free slots the worker left behind end up in pages a
+      # worker can take without copying shared ones; a mold forked from the
+      # monitor does not, or it would move objects it shares with the monitor
+      # (bench/cow: +4 MiB of monitor PSS). Filling free slots, which helps
+      # the pool, hurts here: a promoted mold filled 578k slots and every
+      # worker then grew its own pages (lazy app: 465 MiB filled, 200 MiB compacted).
       def prepare_heap
         option = config.prepare_heap
         return unless option
 
-        @heap_report = Heap.prepare(compact: true, **(option.is_a?(Hash) ? option : {}))
+        @heap_report = Heap.prepare(compact: @promoted ? true : false, **(option.is_a?(Hash) ? option : {}))
         log.info(role, @heap_report.to_s)
       end
 

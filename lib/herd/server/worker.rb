@@ -64,7 +64,7 @@ module Herd
         watched = sockets.keys + [@link.io]
         until @stopping
           ready, = IO.select(watched, nil, nil, 1)
-          next unless ready
+          next title unless ready # idle: let ps show the count of the last burst
 
           ready.each do |io|
             break if @stopping

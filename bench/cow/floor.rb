@@ -1,0 +1,78 @@
+# frozen_string_literal: true
+
+# The floor for bench/cow.rb, run in a fresh Ruby by the driver:
+#
+#   bundle exec ruby bench/cow/floor.rb APP.ru REQUESTS FORKS SERVING
+#
+# Loads the app, serves REQUESTS requests in-process (what one of 4 workers
+# serves during the warm-up), runs a full GC and samples its PSS alone: one
+# warmed process. Then prepares the heap (Herd::Heap.prepare), forks FORKS
+# children that serve one request each and wait, and samples the tree: what
+# each extra process costs at least (its USS). Then the children serve
+# SERVING requests in all and the tree is sampled again: what plain forks of
+# a warmed process cost once they serve, under Ruby's GC settings. Prints
+# JSON on stdout.
+
+$LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
+require "json"
+require "rack"
+require "rack/mock"
+require "herd/heap"
+require "herd/memory"
+
+app_path, requests, forks, serving = ARGV
+requests = Integer(requests)
+forks = Integer(forks)
+serving = Integer(serving)
+
+app = Rack::Builder.parse_file(app_path)
+app = app.first if app.is_a?(Array) # Rack 2 returns [app, options]
+serve = -> {
+  _status, _headers, body = app.call(Rack::MockRequest.env_for("/"))
+  body.each { |_chunk| }
+  body.close if body.respond_to?(:close)
+}
+
+started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+requests.times { serve.call }
+warm_seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+GC.start(full_mark: true, immediate_sweep: true)
+solo = Herd::Memory.sample
+
+Herd::Heap.prepare
+ready_reader, ready_writer = IO.pipe
+go_reader, go_writer = IO.pipe
+children = Array.new(forks) do
+  Process.fork do
+    ready_reader.close
+    go_writer.close
+    serve.call
+    ready_writer.write(".")
+    exit!(0) unless go_reader.read(1) # one byte each, EOF when the parent is done
+    (serving - 1).times { serve.call }
+    ready_writer.write(".")
+    go_reader.read(1)
+    exit!(0)
+  end
+end
+ready_writer.close
+go_reader.close
+sample = lambda do
+  ready_reader.read(forks)
+  sleep 0.5 # let the children's writes settle before sampling
+  Herd::Memory.tree(Process.pid)
+end
+idle = sample.call
+go_writer.write("." * forks)
+served = sample.call
+go_writer.close
+children.each { |pid| Process.wait(pid) }
+
+mib = ->(bytes) { (bytes / 1048576.0).round(2) }
+uss = ->(tree) { tree.rows.drop(1).map { |row| mib.call(row.sample.uss) } }
+puts JSON.generate(
+  requests: requests, warm_seconds: warm_seconds.round(2), serving: serving,
+  solo_pss: mib.call(solo.pss), solo_rss: mib.call(solo.rss), solo_uss: mib.call(solo.uss),
+  tree_pss: mib.call(idle.total.pss), children: uss.call(idle).map { |value| {uss: value} },
+  served_tree_pss: mib.call(served.total.pss), served_children: uss.call(served).map { |value| {uss: value} }
+)

@@ -1,0 +1,132 @@
+# frozen_string_literal: true
+
+require_relative "../support/report"
+
+module CowBench
+  # bench/results/cow.md: the environment, what was measured, the tables.
+  class Report
+    def initialize(env:, summary:, apps:, options:)
+      @env = env
+      @summary = summary
+      @apps = apps
+      @options = options
+    end
+
+    def markdown
+      @markdown ||= <<~MD
+        # Copy-on-write under load: Σ PSS of a whole server after Pitchfork's warm-up
+
+        #{Bench::Report.environment_markdown(@env)}- servers: #{@env[:servers].map { |name, version| "#{name} #{version}" }.join(", ")}; rack #{@env[:rack]}
+        - ab #{@env[:ab]}: `#{@env[:ab_command]}`#{more_note}
+        - load average (1/5/15 min) at start: #{@env[:loadavg_start]}, at end: #{@env[:loadavg_end]}
+        - whole run: #{@env[:seconds]} s
+
+        ## What is measured
+
+        Pitchfork's memory benchmark (its `benchmark/cow_benchmark.rb`): a server with 4 workers, warmed with
+        `ab -c 4 -n #{@options[:requests]}`, then Σ PSS of every process of the server (monitor or master,
+        mold, workers: `Herd::Memory.tree`, which walks `/proc/PID/task/*/children` of every thread, so
+        Puma's workers forked from a non-main thread count) and the median worker's PSS and USS. Three
+        seconds after ab, Σ PSS is taken once as Pitchfork's own benchmark times it ("Run to run" table:
+        a rollout may still be under way). Then the driver waits until the server runs 4 workers of its
+        newest generation, nothing is forking, the log agrees (herd: the newest mold and every worker logged "ready", no promotion
+        under way; Puma: every worker booted in the newest refork phase) and that stayed so for 1 s;
+        at most 60 s, and a run that did not settle says so. Every repetition starts each server afresh;
+        servers are interleaved and their order rotates. Medians over #{@options[:reps]} repetitions, min–max in
+        brackets, sizes in MiB (2^20 bytes).
+
+        #{server_list}
+
+        Apps (`RACK_ENV=production`):
+
+        #{@apps.map { |app| "- `#{app.name}` (`#{app.rackup}`): #{app.description}" }.join("\n")}
+
+        ## Results
+
+        #{@summary.markdown}
+        #{more_tables}
+        ### The floor
+
+        #{@summary.floors_markdown}
+        The floor is what #{WORKERS + 1} app processes and a monitor cost if nothing but each fork's own work were
+        private: one process that loaded the app and served #{@options[:requests] / WORKERS} requests (one worker's share of
+        the warm-up), after a full GC, PSS alone; plus #{WORKERS} forks of it (heap prepared with
+        `Herd::Heap.prepare`) that served one request each, USS; plus herd's monitor PSS (it never loads
+        the app). `bench/cow/floor.rb` measures it in a fresh Ruby every repetition; the last two columns
+        are the same forks once each has served #{[@options[:more], 1].max} requests: what plain forks of a warmed
+        process cost while serving, under Ruby's default GC settings.
+
+        ### Targets
+
+        Σ PSS of the whole server, median over the repetitions; "steady" is after the more requests.
+
+        #{@summary.targets_markdown}
+        ### Run to run
+
+        #{@summary.spread_markdown}
+        ### Processes of the median run
+
+        #{@apps.map { |app| %w[herd herd-tuned pitchfork].map { |name| @summary.processes_markdown(name, app) }.join("\n") }.join("\n")}
+        ### Notes
+
+        #{NOTES}
+
+        ### Every repetition
+
+        #{@summary.raw_markdown}
+      MD
+    end
+
+    NOTES = <<~MD.chomp
+      - Reforking is what matters: Puma and Unicorn preloaded keep every worker's copy of what the
+        app builds or writes after boot (caches, memoized data), reforking servers share it.
+      - A measurement right after a refork flatters whoever reforked last: the new workers have
+        served nothing yet. The "3 s after ab" column is Pitchfork's own timing (a rollout may still
+        be under way: Puma's refork stops and forks its workers one by one); the "after more
+        requests" tables are taken once the generation measured has served requests of its own.
+      - herd's mold promotes young objects and compacts its heap before its first fork (since
+        4bb5ae5; it used to fill free slots with placeholders instead, which a promoted mold, whose
+        heap holds all the garbage its worker left, turned into a heap with no room for every
+        worker). Compaction gathers the free slots into pages of their own, but Ruby 3.1 keeps
+        those pages until more than 65% of the heap is free, and a worker fills them with its
+        garbage before its next GC. `herd-tuned` sets `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` so
+        that the GC releases them.
+      - The `lazy` app allocates on every request (5,000 strings), so its workers' private memory
+        grows with the requests they serve whatever the server; the constant-cache app allocates
+        almost nothing once its caches are filled.
+    MD
+
+    private
+
+    def server_list
+      <<~MD.chomp
+        Servers (config files in `bench/cow/`):
+
+        - `herd`: `herd serve APP -c bench/cow/herd.rb` (`workers 4`, `refork_after [50, 100, 1000]`,
+          `refork_max_unavailable` 1, the default);
+        - `herd-tuned`: the same with `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` in its environment
+          (`bench/cow/herd_tuned.rb`; a diagnosis variant, see the notes);
+        - `pitchfork`: `pitchfork -c bench/cow/pitchfork.rb APP` (`worker_processes 4`,
+          `refork_after [50, 100, 1000]`, as its own benchmark's `examples/pitchfork.conf.minimal.rb`);
+        - `puma-fork_worker`: `puma -C bench/cow/puma_fork_worker.rb` (`workers 4`, `threads 1, 1`,
+          `fork_worker 100`, `preload_app! false`: Puma 8 would otherwise also load the app in its master);
+        - `puma`: `workers 4`, `threads 1, 1`, `preload_app!`;
+        - `unicorn`: `worker_processes 4`, `preload_app true`.
+      MD
+    end
+
+    def more_note
+      return "" unless @env[:more].positive?
+
+      "; then `ab` with `-n #{@env[:more]}` and settle, again until a round goes by without a refork " \
+        "(at most #{Runner::MORE_ROUNDS}), and measure again"
+    end
+
+    def more_tables
+      return "" unless @env[:more].positive?
+
+      "\nAfter the generation measured has served #{@env[:more]} requests of its own (`ab -n #{@env[:more]}` rounds until " \
+        "one goes by without a refork, then settled):\n\n#{@summary.markdown(phase: :more)}"
+    end
+  end
+end
