@@ -67,8 +67,7 @@ markdown = <<~MD
   - load average (1/5/15 min) at start: #{env[:loadavg_start]}, at end: #{env[:loadavg_end]} (the benchmark itself
     keeps ~4 threads runnable: 2 workers, 2 wrk threads)
   - CPU used by other processes during the measured runs, in cores: #{env[:other_cpu]} (per run in the last
-    table); a run above #{options[:max_other_cpu]} cores was done again, twice at most and
-    #{HttpBench::Runner::RETRY_BUDGET} times in all (#{env[:redone]} redone)
+    table); runs above #{options[:max_other_cpu]} were done again (#{env[:redone]} redone; twice at most, #{HttpBench::Runner::RETRY_BUDGET} in all)
   - whole run: #{env[:seconds]} s
 
   2 worker processes each, one request at a time per worker (Puma: `workers 2; threads 1, 1`), app

@@ -58,7 +58,7 @@ module HttpBench
 
         cpu = m[:cpu_us_per_request]
         [m[:rep], m[:app], m[:server], format("%.0f", m[:rps]), ms(m[:latency_us][:p50]), ms(m[:latency_us][:p99]),
-          m[:errors].values.sum, "#{cpu[:workers]} + #{cpu[:others]} (wrk #{cpu[:wrk]})", m[:other_cpu], m[:loadavg]]
+          m[:errors].values.sum, "#{cpu[:workers]} + #{cpu[:others]} (wrk #{cpu[:wrk]})", format("%.2f", m[:other_cpu]), m[:loadavg]]
       end
       Bench::Report.markdown_table(["rep", "app", "server", "req/s", "p50 ms", "p99 ms", "errors",
         "CPU µs/req: workers + rest (wrk)", "other CPU (cores)", "load avg after"], rows)

@@ -119,8 +119,10 @@ module Herd
         Process.kill(:KILL, -@pid)
         Process.wait(@pid)
       end
+      # Only what is still in our process group: a pid reused by someone
+      # else since we listed it must not be signalled.
       leftovers.each do |pid|
-        Process.kill(:KILL, pid)
+        Process.kill(:KILL, pid) if Process.getpgid(pid) == @pid
       rescue Errno::ESRCH
         nil
       end

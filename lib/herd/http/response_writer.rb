@@ -128,12 +128,26 @@ module Herd
         if path && fields.content_length == File.size(path)
           write_head(status, fields)
           send_file(path, fields.content_length)
+        elsif gatherable?(body)
+          # Head and body in one write: one syscall, one wake-up of the client.
+          parts = body.to_ary
+          @committed = true
+          @status = status
+          write_raw(head(status, fields, nil), *parts)
+          @bytes_sent += parts.sum(&:bytesize)
         elsif body.respond_to?(:each)
           write_head(status, fields)
           body.each { |part| write_part(part) }
         else
           stream(status, fields, body, chunked: false)
         end
+      end
+
+      def gatherable?(body)
+        return false unless body.respond_to?(:to_ary)
+
+        parts = body.to_ary
+        parts.size <= MAX_GATHERED_PARTS && parts.all?(String)
       end
 
       def write_framed(status, fields, body)

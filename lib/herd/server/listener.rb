@@ -85,7 +85,18 @@ module Herd
 
       def initialize(socket)
         @socket = socket
+        # Asked for on every request (SERVER_NAME, SERVER_PORT): once, not a
+        # getsockname per request.
+        address = socket.local_address
+        @host = address.unix? ? "localhost" : address.ip_address
+        @port = address.unix? ? 0 : address.ip_port
       end
+
+      # @return [String] for SERVER_NAME
+      attr_reader :host
+
+      # @return [Integer] for SERVER_PORT
+      attr_reader :port
 
       # @return [Array(Socket, Addrinfo), nil] nil when another worker won the race
       def accept
@@ -107,18 +118,6 @@ module Herd
 
         host = address.ipv6? ? "[#{address.ip_address}]" : address.ip_address
         "http://#{host}:#{address.ip_port}"
-      end
-
-      # @return [String] for SERVER_NAME
-      def host
-        address = @socket.local_address
-        address.unix? ? "localhost" : address.ip_address
-      end
-
-      # @return [Integer] for SERVER_PORT
-      def port
-        address = @socket.local_address
-        address.unix? ? 0 : address.ip_port
       end
 
       def close
