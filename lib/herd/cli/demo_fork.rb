@@ -59,7 +59,7 @@ module Herd
         @heap = Array.new(count) { |i| [i, "object #{i}"] }
         GC.enable
         Process.setproctitle("herd demo parent")
-        @out.puts "Built #{count} young objects; parent PSS #{mib(Memory.sample.pss)}.", ""
+        @out.puts "Built #{count} young objects; parent PSS #{Memory::Table.humanize(Memory.sample.pss)}.", ""
       end
 
       # Forks the children, waits until each has run its GC, and reads the tree.
@@ -89,12 +89,8 @@ module Herd
         per_plain = plain.total.private_dirty / plain.rows.size
         per_herd = prepared.total.private_dirty / prepared.rows.size
         @out.puts format("Each child copied %s after a plain fork and %s after herd's fork (%.1fx less).",
-          mib(per_plain), mib(per_herd), per_plain.to_f / [per_herd, 1].max)
+          Memory::Table.humanize(per_plain), Memory::Table.humanize(per_herd), per_plain.to_f / [per_herd, 1].max)
         @out.puts "Measure any process tree the same way: herd mem PID --tree"
-      end
-
-      def mib(bytes)
-        format("%.1f MiB", bytes / 1024.0 / 1024)
       end
     end
   end

@@ -33,7 +33,7 @@ module Herd
         warm(options[:requests] / 2, options[:workers])
         after = show("Generation 1: the mold and workers forked from the warmest worker (herd refork / USR2)")
         @out.puts format("Σ PSS of the whole tree: %s before reforking, %s after (%.1fx less).",
-          mib(before.total.pss), mib(after.total.pss), before.total.pss.to_f / after.total.pss)
+          Memory::Table.humanize(before.total.pss), Memory::Table.humanize(after.total.pss), before.total.pss.to_f / after.total.pss)
         @out.puts "Measure any server the same way: herd mem MONITOR_PID --tree"
         0
       ensure
@@ -128,10 +128,6 @@ module Herd
         Process.wait(@pid)
       rescue Errno::ESRCH, Errno::ECHILD
         nil
-      end
-
-      def mib(bytes)
-        format("%.1f MiB", bytes / 1024.0 / 1024)
       end
     end
   end

@@ -5,6 +5,7 @@ require_relative "forking"
 require_relative "../linux"
 require_relative "app_loader"
 require_relative "context"
+require_relative "role_accessors"
 require_relative "link"
 require_relative "worker"
 
@@ -15,6 +16,8 @@ module Herd
     # each worker by double fork so the worker becomes the monitor's child;
     # without one, the monitor plays this role itself and forks directly.
     class Mold
+      include RoleAccessors
+
       attr_reader :info
 
       def initialize(generation:, listeners:, context:)
@@ -127,22 +130,6 @@ module Herd
         names = others.map { |thread| thread.name || thread.inspect }
         log.info(role, "warning: #{others.size} other thread(s) alive at boot (#{names.join(", ")}); " \
           "they will not exist in workers. Start them in after_worker_fork instead.")
-      end
-
-      def role
-        @info.to_s
-      end
-
-      def config
-        @context.config
-      end
-
-      def hooks
-        config.hooks
-      end
-
-      def log
-        @context.log
       end
     end
   end

@@ -2,6 +2,7 @@
 
 require_relative "../linux"
 require_relative "context"
+require_relative "role_accessors"
 require_relative "access_log"
 require_relative "forking"
 require_relative "../fork_safety"
@@ -12,6 +13,8 @@ module Herd
     # Control messages from the monitor (soft signals) are read between
     # requests, so a request is never interrupted by them.
     class Worker
+      include RoleAccessors
+
       # @param link [Link] to the monitor
       # @param listeners [Array<Listener>]
       # @param app [#call]
@@ -169,22 +172,6 @@ module Herd
 
       def title
         Process.setproctitle("herd worker #{@info.number} (gen #{@info.generation}) requests=#{@info.requests}")
-      end
-
-      def role
-        @info.to_s
-      end
-
-      def config
-        @context.config
-      end
-
-      def hooks
-        config.hooks
-      end
-
-      def log
-        @context.log
       end
     end
   end
