@@ -192,9 +192,7 @@ module HTTPParserBench
   end
 
   def loadavg
-    File.read("/proc/loadavg").split.first(3).join(" ")
-  rescue SystemCallError
-    "n/a"
+    Bench::Report.loadavg
   end
 
   # The llhttp C library version the gem bundles (the gem does not say it).

@@ -16,11 +16,8 @@ module HttpBench
     Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 
-  # @return [String] the 1, 5 and 15 minute load averages
   def loadavg
-    File.read("/proc/loadavg").split.first(3).join(" ")
-  rescue SystemCallError
-    "unknown"
+    Bench::Report.loadavg
   end
 
   # A port nobody listens on now: bind port 0, note the port, release it.

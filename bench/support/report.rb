@@ -14,6 +14,13 @@ module Bench
 
     module_function
 
+    # @return [String] the 1, 5 and 15 minute load averages
+    def loadavg
+      File.read("/proc/loadavg").split.first(3).join(" ")
+    rescue SystemCallError
+      "unknown"
+    end
+
     # Where and how the numbers were taken.
     # @param command [String] the command line that produced them
     # @return [Hash]
