@@ -23,6 +23,21 @@ module Herd
       assert request.body?
     end
 
+    def test_request_lines_of_every_shape
+      {
+        "GET / HTTP/1.1" => ["GET", "/", "HTTP/1.1"],
+        "DELETE /x?y HTTP/1.0" => ["DELETE", "/x?y", "HTTP/1.0"],
+        "PROPFIND /dav HTTP/1.1" => ["PROPFIND", "/dav", "HTTP/1.1"], # not among the common methods
+        "GETX /a HTTP/1.1" => ["GETX", "/a", "HTTP/1.1"]
+      }.each do |line, expected|
+        request = parse("#{line}\r\nHost: x\r\n\r\n")
+        assert_equal expected, [request.method, request.target, request.version], line
+      end
+      ["GET HTTP/1.1", "GET  HTTP/1.1", "GET  / HTTP/1.1", "GET / HTTP/1.1 ", "GET /a b HTTP/1.1", "GET / HTTP/1.1 HTTP/1.1", " GET / HTTP/1.1", "GET\t/ HTTP/1.1"].each do |line|
+        assert_equal 400, refusal("#{line}\r\nHost: x\r\n\r\n").status, line.inspect
+      end
+    end
+
     def test_strings_are_binary_as_received
       request = parse("GET /caf%C3%A9 HTTP/1.1\r\nHost: x\r\nX-Name: caf\xC3\xA9\r\n\r\n")
 

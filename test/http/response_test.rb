@@ -62,6 +62,26 @@ module Herd
       refute served.headers.key?("keep-alive")
     end
 
+    def test_framing_and_connection_headers_are_recognized_in_any_case
+      served = serve(GET, app: app(200, {"Content-Length" => "5", "DATE" => "Tue, 01 Jan 2030 00:00:00 GMT", "Connection" => "keep-alive", "Keep-Alive" => "timeout=5"}, ["hello"]), lint: false)
+
+      assert_equal ["5"], served.headers["content-length"]
+      assert_equal ["Tue, 01 Jan 2030 00:00:00 GMT"], served.headers["date"]
+      assert_equal ["close"], served.headers["connection"]
+      refute served.headers.key?("keep-alive")
+      assert_equal "hello", served.raw_body
+      assert_match(/500/, serve(GET, app: app(200, {"Content-Length" => "5", "Transfer-Encoding" => "chunked"}, ["hello"]), lint: false).status_lines.first)
+    end
+
+    def test_body_parts_of_different_encodings_go_out_byte_for_byte
+      parts = ["caf\u00e9 ", "\xFF\xFE".b, "na\u00efve"]
+      served = serve(GET, app: app(200, {"content-type" => "application/octet-stream"}, parts))
+
+      assert_equal parts.map(&:b).join, served.raw_body.b
+      assert_equal parts.sum(&:bytesize).to_s, served.header("content-length")
+      assert_nil served.exchange.error
+    end
+
     def test_multiple_values_become_multiple_lines
       served = serve(GET, app: app(200, {"set-cookie" => ["a=1", "b=2"]}, []))
 

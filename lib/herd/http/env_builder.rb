@@ -21,8 +21,9 @@ module Herd
       # @param input [IO] rack.input
       # @param input_size [Integer] body bytes; CONTENT_LENGTH for a chunked body
       # @param trailers [Hash, nil] env-keyed trailers of a chunked body, as env["herd.trailers"]
+      # @param connection [Connection]
       # @return [Hash]
-      def build(request, input, input_size:, trailers:, remote_addr:, server_name:, server_port:, url_scheme:)
+      def build(request, input, input_size, trailers, connection)
         env = request.headers
         if request.chunked
           # The application gets the decoded body: a length, not a coding.
@@ -34,12 +35,12 @@ module Herd
         env["SCRIPT_NAME"] = ""
         env["PATH_INFO"] = request.path
         env["QUERY_STRING"] = request.query
-        env["SERVER_NAME"] = server_name
-        env["SERVER_PORT"] = server_port.to_s
+        env["SERVER_NAME"] = connection.server_name
+        env["SERVER_PORT"] = connection.server_port
         env["SERVER_PROTOCOL"] = request.version
         env["SERVER_SOFTWARE"] = SERVER_SOFTWARE
-        env["REMOTE_ADDR"] = remote_addr
-        env["rack.url_scheme"] = url_scheme
+        env["REMOTE_ADDR"] = connection.remote_addr
+        env["rack.url_scheme"] = connection.url_scheme
         env["rack.input"] = input
         env["rack.errors"] = @errors
         env["rack.hijack?"] = true

@@ -5,6 +5,7 @@ require_relative "parser"
 require_relative "env_builder"
 require_relative "error_log"
 require_relative "transaction"
+require_relative "connection"
 
 module Herd
   module HTTP
@@ -49,13 +50,15 @@ module Herd
       # @param client [IO] an accepted socket
       # @param remote_addr [String] REMOTE_ADDR
       # @param server_name [String] SERVER_NAME
-      # @param server_port [Integer, String] SERVER_PORT
+      # @param server_port [Integer, String] SERVER_PORT (a String saves a conversion per request)
       # @param url_scheme [String] rack.url_scheme ("http" or "https")
+      # @param on_request [#call, nil] called with (method, target) once the head is parsed; a block does the same (a callable made once saves a Proc per request)
       # @yieldparam method [String] called once the head is parsed, before the body is read and the application runs
       # @yieldparam target [String]
       # @return [Exchange]
-      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", &on_request)
-        connection = {remote_addr: remote_addr, server_name: server_name, server_port: server_port, url_scheme: url_scheme}
+      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", on_request: nil, &block)
+        on_request ||= block
+        connection = Connection.new(remote_addr, server_name, server_port.to_s, url_scheme)
         Transaction.new(self, client, connection, on_request).run
       end
     end

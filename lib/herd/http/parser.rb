@@ -24,6 +24,10 @@ module Herd
       VERSION_ONLY_WRONG = %r{\A[#{TCHAR}]+ [\x21-\x7E]+ HTTP/\d+\.\d+\z}n
       CONTENT_LENGTH_VALUE = /\A\d{1,18}\z/n # 18 digits: never a Bignum, far above any max_body
       ABSOLUTE_FORM = %r{\Ahttps?://([^/?#]*)(.*)\z}ni
+      TARGET = /\A[\x21-\x7E]+\z/n
+      # Method strings for the fast path of {#parse}: frozen, shared by every request.
+      METHOD_PREFIXES = %w[GET POST HEAD PUT DELETE PATCH OPTIONS].to_h { |method| ["#{method} ".freeze, method.freeze] }.freeze
+      VERSIONS = {" HTTP/1.1" => "HTTP/1.1", " HTTP/1.0" => "HTTP/1.0"}.freeze
 
       # Header names whose env key is known, in the spellings clients use. Other
       # names are converted once and remembered (up to CACHE_LIMIT of them).
@@ -64,17 +68,14 @@ module Herd
       # @raise [RequestError] 400, 431 or 505
       def parse(head)
         lines = split_lines(head)
-        request_line = lines.first || ""
-        line = REQUEST_LINE.match(request_line) || refuse_request_line(request_line)
-        method = line[1]
-        version = http_version(line[3], line[4])
-        headers = fields(lines, 1)
-        content_length = content_length(headers)
-        chunked = chunked?(headers, version, content_length)
-        target, path, query = parse_target(line[2], method, headers)
-        check_host(headers, version)
-        expect_continue = headers["HTTP_EXPECT"]&.casecmp?("100-continue") || false
-        Request.new(method, target, path, query, version, headers, content_length, chunked, expect_continue)
+        request = request_line(lines.first || "")
+        headers = request.headers = fields(lines, 1)
+        request.content_length = content_length(headers)
+        request.chunked = chunked?(headers, request.version, request.content_length)
+        parse_target(request, headers)
+        check_host(headers, request.version)
+        request.expect_continue = headers["HTTP_EXPECT"]&.casecmp?("100-continue") || false
+        request
       end
 
       # Parses a trailer section (field lines and the final CRLF) like headers.
@@ -86,6 +87,31 @@ module Herd
       end
 
       private
+
+      # @return [Request] method, version and the raw target (in #target) filled in
+      def request_line(line)
+        fast_request_line(line) || slow_request_line(line)
+      end
+
+      # "GET /path HTTP/1.1", the shape of nearly every request, taken apart
+      # without a MatchData and with a shared String for the method and the version.
+      def fast_request_line(line)
+        version = VERSIONS.each { |suffix, name| break name if line.end_with?(suffix) }
+        return nil unless version.is_a?(String)
+
+        METHOD_PREFIXES.each do |prefix, method|
+          next unless line.start_with?(prefix)
+
+          target = line.byteslice(prefix.bytesize, line.bytesize - prefix.bytesize - 9)
+          return TARGET.match?(target) ? Request.new(method, target, nil, nil, version) : nil
+        end
+        nil
+      end
+
+      def slow_request_line(line)
+        match = REQUEST_LINE.match(line) or refuse_request_line(line)
+        Request.new(match[1], match[2], nil, nil, http_version(match[3], match[4]))
+      end
 
       # Splits a head (or trailer section) into its lines, refusing control
       # characters and any CR or LF that is not part of a CRLF. Two scans in C
@@ -172,37 +198,45 @@ module Herd
         true
       end
 
-      # @return [Array(String, String, String)] target, PATH_INFO, QUERY_STRING
-      def parse_target(target, method, headers)
+      # Fills in the target (without scheme and authority), PATH_INFO and QUERY_STRING.
+      def parse_target(request, headers)
+        target = request.target
         if target.start_with?("/")
-          origin_form(target)
+          origin_form(request, target)
         elsif target == "*"
-          raise RequestError.new(400, "asterisk-form target with #{method}") unless method == "OPTIONS"
+          raise RequestError.new(400, "asterisk-form target with #{request.method}") unless request.method == "OPTIONS"
 
-          ["*", "*", ""]
+          request.path = "*"
+          request.query = ""
         elsif (absolute = ABSOLUTE_FORM.match(target))
-          absolute_form(absolute[1], absolute[2], headers)
+          absolute_form(request, absolute[1], absolute[2], headers)
         else
           raise RequestError.new(400, "invalid request target #{target[0, 64].inspect}")
         end
       end
 
-      def origin_form(target)
+      def origin_form(request, target)
         raise RequestError.new(400, "fragment in the request target") if target.include?("#")
 
-        query = target.index("?")
-        query ? [target, target[0, query], target[query + 1..]] : [target, target, ""]
+        request.target = target
+        if (query = target.index("?"))
+          request.path = target[0, query]
+          request.query = target[query + 1..]
+        else
+          request.path = target
+          request.query = ""
+        end
       end
 
       # RFC 9112 §3.2.2: the authority of an absolute-form target replaces the Host header.
-      def absolute_form(authority, rest, headers)
+      def absolute_form(request, authority, rest, headers)
         unless !authority.empty? && HOST.match?(authority)
           raise RequestError.new(400, "invalid authority in the request target #{authority[0, 64].inspect}")
         end
 
         rest = "/#{rest}" unless rest.start_with?("/")
         headers["HTTP_HOST"] = authority
-        origin_form(rest)
+        origin_form(request, rest)
       end
 
       # RFC 9112 §3.2: exactly one valid Host in HTTP/1.1 (duplicates are refused while adding).

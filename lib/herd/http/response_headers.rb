@@ -20,8 +20,8 @@ module Herd
       # and forbids newlines. Splitting is safe (each piece becomes its own
       # line under the same name), so it is done when Rack 2 is loaded.
       SPLIT_NEWLINES = Gem::Version.new(Rack.release) < Gem::Version.new("3")
-      HOP_BY_HOP = %w[connection keep-alive].freeze
       DIGITS = /\A\d+\z/
+      EMPTY = ""
 
       # @return [String] "name: value\r\n" lines
       attr_reader :lines
@@ -43,7 +43,7 @@ module Herd
         raise InvalidResponse, "headers are a #{headers.class}, not a Hash" unless headers.respond_to?(:each_pair)
 
         @split_newlines = split_newlines
-        @lines = +""
+        @lines = EMPTY.dup
         @content_length = nil
         @transfer_encoding = false
         @date = false
@@ -57,18 +57,36 @@ module Herd
         return special(name, value) if name.start_with?("rack.")
         raise InvalidResponse, "header name #{name.inspect} is not a token" unless TOKEN.match?(name)
 
-        key = name.downcase
-        items = values(name, value)
-        items.each do |item|
-          raise InvalidResponse, "header #{name} has a control character (CR, LF, NUL...) in #{item.inspect}" if INVALID_FIELD_VALUE.match?(item)
+        if value.is_a?(String) && !(@split_newlines && value.include?("\n"))
+          add_value(name, value) # the usual case: one String, nothing to build
+        else
+          values(name, value).each { |item| add_value(name, item) }
         end
-        if HOP_BY_HOP.include?(key)
-          @connection = items.join(", ") if key == "connection"
-          return
+      end
+
+      def add_value(name, value)
+        raise InvalidResponse, "header #{name} has a control character (CR, LF, NUL...) in #{value.inspect}" if INVALID_FIELD_VALUE.match?(value)
+
+        case (kind = kind(name))
+        when :connection then @connection = @connection ? "#{@connection}, #{value}" : value
+        when :keep_alive then nil
+        else
+          note(kind, value)
+          @lines << name << ": " << value << "\r\n"
         end
-        items.each do |item|
-          note(key, item)
-          @lines << name << ": " << item << "\r\n"
+      end
+
+      # The headers herd looks at, told apart by length and an ASCII
+      # case-insensitive compare (no downcased copy of every name).
+      def kind(name)
+        case name.bytesize
+        when 4 then :date if name.casecmp("date").zero?
+        when 10
+          if name.casecmp("connection").zero? then :connection
+          elsif name.casecmp("keep-alive").zero? then :keep_alive
+          end
+        when 14 then :content_length if name.casecmp("content-length").zero?
+        when 17 then :transfer_encoding if name.casecmp("transfer-encoding").zero?
         end
       end
 
@@ -87,15 +105,15 @@ module Herd
         end
       end
 
-      def note(key, value)
-        case key
-        when "content-length"
+      def note(kind, value)
+        case kind
+        when :content_length
           raise InvalidResponse, "content-length #{value.inspect} is not a number" unless DIGITS.match?(value)
           raise InvalidResponse, "two different content-length values" if @content_length && @content_length != value.to_i
 
           @content_length = value.to_i
-        when "transfer-encoding" then @transfer_encoding = true
-        when "date" then @date = true
+        when :transfer_encoding then @transfer_encoding = true
+        when :date then @date = true
         end
         raise InvalidResponse, "both content-length and transfer-encoding" if @content_length && @transfer_encoding
       end

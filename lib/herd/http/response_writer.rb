@@ -27,6 +27,11 @@ module Herd
       CLIENT_GONE = [Errno::EPIPE, Errno::ECONNRESET, Errno::ENOTCONN, Errno::ESHUTDOWN, IOError].freeze
       # A response with this many Array parts or fewer goes out in one write(2).
       MAX_GATHERED_PARTS = 64
+      # ASCII-only body parts up to this many bytes in all are copied behind the
+      # head: one String and one write instead of a gathering write's arguments.
+      MAX_COPIED_BODY = 8 * 1024
+      # "HTTP/1.1 200 OK\r\n" for each status, made once.
+      STATUS_LINES = Hash.new { |lines, status| lines[status] = "HTTP/1.1 #{status} #{REASONS[status]}\r\n".freeze }
 
       # @return [Integer] body bytes written
       attr_reader :bytes_sent
@@ -45,6 +50,15 @@ module Herd
         @bytes_sent = 0
         @committed = false
         @detached = false
+      end
+
+      # Sets what the request allows (once its head is parsed).
+      # @param request [Request]
+      # @return [self]
+      def answering(request)
+        @http11 = request.http11?
+        @head_request = request.head?
+        self
       end
 
       # @return [Boolean] whether the status line was written: from then on an error can only cut the response short
@@ -84,8 +98,7 @@ module Herd
       def error(status)
         reason = REASONS.fetch(status, "Error")
         body = "#{reason}\n"
-        @committed = true
-        @status = status
+        commit(status)
         body = "" if @head_request
         write_raw(
           "HTTP/1.1 #{status} #{reason}\r\ncontent-type: text/plain\r\ncontent-length: #{reason.bytesize + 1}\r\n" \
@@ -129,12 +142,8 @@ module Herd
           write_head(status, fields)
           send_file(path, fields.content_length)
         elsif gatherable?(body)
-          # Head and body in one write: one syscall, one wake-up of the client.
           parts = body.to_ary
-          @committed = true
-          @status = status
-          write_raw(head(status, fields, nil), *parts)
-          @bytes_sent += parts.sum(&:bytesize)
+          write_head_and_parts(status, head(status, fields, nil), parts, parts.sum(&:bytesize))
         elsif body.respond_to?(:each)
           write_head(status, fields)
           body.each { |part| write_part(part) }
@@ -171,15 +180,33 @@ module Herd
 
         length = parts.sum(&:bytesize)
         head = head(status, fields, "content-length: #{length}\r\n")
-        @committed = true
-        @status = status
         if parts.size <= MAX_GATHERED_PARTS
-          write_raw(head, *parts)
+          write_head_and_parts(status, head, parts, length)
         else
+          commit(status)
           write_raw(head)
           parts.each { |part| write_raw(part) }
+          @bytes_sent += length
+        end
+      end
+
+      # Head and body in one write: one syscall, one wake-up of the client.
+      def write_head_and_parts(status, head, parts, length)
+        commit(status)
+        # ASCII-only parts only: appending a String of another encoding with
+        # bytes above 127 could raise Encoding::CompatibilityError.
+        if length <= MAX_COPIED_BODY && parts.all?(&:ascii_only?)
+          parts.each { |part| head << part }
+          write_raw(head)
+        else
+          write_raw(head, *parts)
         end
         @bytes_sent += length
+      end
+
+      def commit(status)
+        @committed = true
+        @status = status
       end
 
       def stream(status, fields, body, chunked:)
@@ -197,13 +224,12 @@ module Herd
 
       def write_head(status, fields, framing = nil)
         head = head(status, fields, framing)
-        @committed = true
-        @status = status
+        commit(status)
         write_raw(head)
       end
 
       def head(status, fields, framing)
-        head = "HTTP/1.1 #{status} #{REASONS[status]}\r\n"
+        head = STATUS_LINES[status].dup
         head << fields.lines
         head << framing if framing
         head << "date: " << HTTPDate.now << CRLF unless fields.date

@@ -20,13 +20,15 @@ module Herd
       # A bare CR or LF (RFC 9112 §2.2 allows refusing them; they are how
       # parsers are made to disagree about where a line ends).
       BARE_LINE_END = /\r(?=[^\n])|(?<!\r)\n/n
+      # The buffer when nothing is buffered: the next read replaces it.
+      EMPTY = String.new(encoding: Encoding::BINARY).freeze
 
       # @param io [IO] the client socket (anything with read_nonblock and wait_readable)
       # @param timeout [Numeric] seconds (see {Options#read_timeout})
       def initialize(io, timeout)
         @io = io
         @timeout = timeout
-        @buffer = String.new(encoding: Encoding::BINARY)
+        @buffer = EMPTY
         @received = false
       end
 
@@ -131,7 +133,7 @@ module Herd
       # reads it; a proxy in front would report a reset instead of our 4xx.
       # @param limit [Integer] bytes at most
       def discard_available(limit = 64 * 1024)
-        @buffer.clear
+        @buffer = EMPTY
         @io.close_write if @io.respond_to?(:close_write)
         while limit.positive?
           data = @io.read_nonblock([limit, BODY_READ_SIZE].min, exception: false)
@@ -168,6 +170,11 @@ module Herd
 
       # Removes and returns the first `length` bytes of the buffer.
       def take(length)
+        if length == @buffer.bytesize # the usual case: a head and nothing after it
+          taken = @buffer
+          @buffer = EMPTY
+          return taken
+        end
         taken = @buffer.byteslice(0, length)
         @buffer = @buffer.byteslice(length, @buffer.bytesize - length)
         taken

@@ -5,6 +5,7 @@ require_relative "exchange"
 require_relative "socket_reader"
 require_relative "body_reader"
 require_relative "response_writer"
+require_relative "empty_input"
 
 module Herd
   module HTTP
@@ -24,7 +25,7 @@ module Herd
 
       # @param handler [Handler] the app, options, parser, env builder and log
       # @param client [IO]
-      # @param connection [Hash] remote_addr:, server_name:, server_port:, url_scheme:
+      # @param connection [Connection] remote address, server name and port, URL scheme
       # @param on_request [#call, nil] called with (method, target) once the head is parsed
       def initialize(handler, client, connection, on_request)
         @handler = handler
@@ -35,7 +36,9 @@ module Herd
         @on_request = on_request
         @reader = SocketReader.new(client, @options.read_timeout)
         @writer = ResponseWriter.new(client)
-        @exchange = Exchange.new(bytes_sent: 0, hijacked: false)
+        @exchange = Exchange.new
+        @exchange.bytes_sent = 0
+        @exchange.hijacked = false
       end
 
       # @return [Exchange]
@@ -50,13 +53,24 @@ module Herd
         @exchange.duration = now - started
       end
 
+      # env["rack.hijack"] is the transaction itself (one object less per
+      # request than a Method): the application takes the raw socket before
+      # any response.
+      # @return [IO] the client socket, the application's to close
+      def call
+        @writer.detach
+        @exchange.hijacked = true
+        @env["rack.hijack_io"] = @client # Rack 2
+        @client
+      end
+
       private
 
       # @return [Boolean] whether a complete request was read
       def receive
         head = @reader.read_head(@options.max_request_line, @options.max_header_bytes) or return false
         @request = @handler.parser.parse(head)
-        @writer = ResponseWriter.new(@client, http11: @request.http11?, head_request: @request.head?)
+        @writer.answering(@request)
         @exchange.method = @request.method
         @exchange.target = @request.target
         @on_request&.call(@request.method, @request.target)
@@ -67,11 +81,13 @@ module Herd
         false
       rescue ClientDisconnected => e
         @exchange.error = e
-        @log.line("client #{@connection[:remote_addr]} went away#{request_label}: #{e.message}")
+        @log.line("client #{@connection.remote_addr} went away#{request_label}: #{e.message}")
         false
       end
 
       def read_body
+        return @input_size = 0 unless @request.body?
+
         body_reader = BodyReader.new(@reader, @handler.parser, @options)
         body_reader.check_length(@request)
         # Sent before reading, whether or not the application will read the body:
@@ -82,7 +98,7 @@ module Herd
 
       def refuse(error)
         @exchange.error = error
-        @log.line("#{error.status} #{ResponseWriter::REASONS[error.status]} for #{@connection[:remote_addr]}#{request_label}: #{error.message}")
+        @log.line("#{error.status} #{ResponseWriter::REASONS[error.status]} for #{@connection.remote_addr}#{request_label}: #{error.message}")
         @writer.error(error.status)
         @reader.discard_available
       rescue ClientDisconnected
@@ -90,10 +106,8 @@ module Herd
       end
 
       def serve
-        @env = @handler.env_builder.build(
-          @request, @input, input_size: @input_size, trailers: @trailers, **@connection
-        )
-        @env["rack.hijack"] = method(:full_hijack)
+        @env = @handler.env_builder.build(@request, @input || EmptyInput::INSTANCE, @input_size, @trailers, @connection)
+        @env["rack.hijack"] = self
         @env["rack.early_hints"] = @writer.method(:early_hints) if @options.early_hints && @request.http11?
         begin
           status, headers, body = @handler.app.call(@env)
@@ -101,14 +115,6 @@ module Herd
           return app_failed(e)
         end
         respond(status, headers, body)
-      end
-
-      # env["rack.hijack"]: the application takes the raw socket before any response.
-      def full_hijack
-        @writer.detach
-        @exchange.hijacked = true
-        @env["rack.hijack_io"] = @client # Rack 2
-        @client
       end
 
       def respond(status, headers, body)
@@ -123,7 +129,7 @@ module Herd
         fail_response
       rescue ClientDisconnected => e
         error = e
-        @log.line("client #{@connection[:remote_addr]} went away#{request_label}: #{e.message}")
+        @log.line("client #{@connection.remote_addr} went away#{request_label}: #{e.message}")
       rescue *APP_ERRORS => e
         error = e
         @log.exception("application error while sending #{request_label(prefix: "")}", e)

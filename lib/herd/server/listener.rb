@@ -90,6 +90,7 @@ module Herd
         address = socket.local_address
         @host = address.unix? ? "localhost" : address.ip_address
         @port = address.unix? ? 0 : address.ip_port
+        @port_string = @port.to_s.freeze
       end
 
       # @return [String] for SERVER_NAME
@@ -98,10 +99,13 @@ module Herd
       # @return [Integer] for SERVER_PORT
       attr_reader :port
 
+      # @return [String] SERVER_PORT as the Rack env has it, made once
+      attr_reader :port_string
+
       # @return [Array(Socket, Addrinfo), nil] nil when another worker won the race
       def accept
-        client, address = @socket.accept_nonblock(exception: false)
-        (client == :wait_readable) ? nil : [client, address]
+        accepted = @socket.accept_nonblock(exception: false)
+        (accepted == :wait_readable) ? nil : accepted
       rescue Errno::ECONNABORTED, Errno::EPROTO, Errno::EINTR
         nil
       end

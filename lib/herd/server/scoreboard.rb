@@ -42,20 +42,22 @@ module Herd
         @memory.write(number * SLOT_BYTES, "\0" * LABEL_OFFSET)
       end
 
-      # Worker side: a request started.
-      def busy(number, label)
+      # Worker side: a request started. The label is "METHOD target", written
+      # in pieces (no String built per request).
+      def busy(number, method, target)
         base = number * SLOT_BYTES
-        label = label.byteslice(0, LABEL_MAX)
-        @memory.write(base + 8, [label.bytesize].pack("q"))
-        @memory.write(base + LABEL_OFFSET, label)
-        @memory.write(base, [now_us].pack("q"))
+        length = label_piece(base, 0, method)
+        length = label_piece(base, length, " ")
+        length = label_piece(base, length, target)
+        @memory.write_int(base + 8, length)
+        @memory.write_int(base, now_us)
       end
 
       # Worker side: the request is done.
       def idle(number, requests)
         base = number * SLOT_BYTES
-        @memory.write(base, [0].pack("q"))
-        @memory.write(base + 16, [requests].pack("q"))
+        @memory.write_int(base, 0)
+        @memory.write_int(base + 16, requests)
       end
 
       # Monitor side.
@@ -76,6 +78,17 @@ module Herd
       end
 
       private
+
+      # Writes what fits of `piece` at `offset` in the label.
+      # @return [Integer] the label's length after it
+      def label_piece(base, offset, piece)
+        room = LABEL_MAX - offset
+        return offset if room <= 0
+
+        piece = piece.byteslice(0, room) if piece.bytesize > room
+        @memory.write(base + LABEL_OFFSET + offset, piece)
+        offset + piece.bytesize
+      end
 
       def now_us
         Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)

@@ -38,6 +38,8 @@ module Herd
         ForkSafety.on_unsafe { |reason| @link.send_message([:fork_unsafe, reason]) }
         hooks.run(:after_worker_fork, log, role, @context, @info)
         @handler = HTTP::Handler.new(@app, HTTP::Options.new(**config.http_options))
+        @on_request = method(:report_busy) # made once: a block would be a new Proc per request
+        @request_hooks = hooks.any?(:after_request_complete)
         @access_log = AccessLog.open(config.access_log)
         @link.send_message([:ready])
         hooks.run(:after_worker_ready, log, role, @context, @info)
@@ -102,23 +104,21 @@ module Herd
       def serve_client(client, address, listener)
         remote = address&.ip? ? address.ip_address : "127.0.0.1"
         exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
-          server_port: listener.port, url_scheme: "http") do |method, target|
-          report_busy("#{method} #{target}")
-        end
+          server_port: listener.port_string, url_scheme: "http", on_request: @on_request)
         @info.requests += 1
         report_idle
         title_now_and_then
         @access_log&.record(remote, exchange)
-        hooks.run(:after_request_complete, log, role, @context, @info, exchange)
+        hooks.run(:after_request_complete, log, role, @context, @info, exchange) if @request_hooks
       end
 
       # Through the shared scoreboard when this worker has a slot (no message,
       # the monitor is not woken up), over the link otherwise.
-      def report_busy(label)
+      def report_busy(method, target)
         scoreboard = @context.scoreboard
-        return scoreboard.busy(@info.number, label) if scoreboard&.covers?(@info.number)
+        return scoreboard.busy(@info.number, method, target) if scoreboard&.covers?(@info.number)
 
-        @link.send_message([:busy, label])
+        @link.send_message([:busy, "#{method} #{target}"])
       end
 
       def report_idle
