@@ -55,9 +55,10 @@ module Herd
         @listen_specs.empty? ? [Listener::Spec.new(address: DEFAULT_LISTEN)] : @listen_specs
       end
 
-      def add_listener(address, backlog: nil, reuseport: false, umask: nil)
-        spec = Listener::Spec.new(address: address.to_s, backlog: backlog, reuseport: reuseport, umask: umask)
-        spec.parse # refuse a bad address now, not at boot
+      def add_listener(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true, tcp_defer_accept: false)
+        spec = Listener::Spec.new(address: address.to_s, backlog: backlog, reuseport: reuseport, umask: umask,
+          tcp_nodelay: tcp_nodelay, tcp_defer_accept: tcp_defer_accept)
+        spec.validate!
         @listen_specs << spec
       end
 
@@ -106,8 +107,14 @@ module Herd
         end
 
         # @param address [String, Integer] "host:port", "[::1]:port", port, or "unix:/path"
-        def listen(address, backlog: nil, reuseport: false, umask: nil)
-          @config.add_listener(address, backlog: backlog, reuseport: reuseport, umask: umask)
+        # @param backlog [Integer] listen(2) backlog (default 1024)
+        # @param reuseport [Boolean] SO_REUSEPORT
+        # @param umask [Integer] for a UNIX socket's file
+        # @param tcp_nodelay [Boolean] TCP_NODELAY on accepted sockets (default true)
+        # @param tcp_defer_accept [Integer, false] TCP_DEFER_ACCEPT seconds (Linux; default off): accept(2) returns once the request's first bytes arrived
+        def listen(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true, tcp_defer_accept: false)
+          @config.add_listener(address, backlog: backlog, reuseport: reuseport, umask: umask,
+            tcp_nodelay: tcp_nodelay, tcp_defer_accept: tcp_defer_accept)
         end
 
         # Seconds one request may take before the monitor SIGKILLs its worker.

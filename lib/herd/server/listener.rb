@@ -11,7 +11,25 @@ module Herd
 
       # What `listen` in the config or `--listen` on the command line says:
       # "host:port", "[v6]:port", "port", or "unix:/path".
-      Spec = Struct.new(:address, :backlog, :reuseport, :umask, keyword_init: true) do
+      Spec = Struct.new(:address, :backlog, :reuseport, :umask, :tcp_nodelay, :tcp_defer_accept, keyword_init: true) do
+        # @raise [ConfigError] for options that make no sense
+        def validate!
+          parse
+          raise ConfigError, "listen #{address}: backlog must be an Integer > 0, got #{backlog.inspect}" unless backlog.nil? || positive_integer?(backlog)
+          unless [nil, false].include?(tcp_defer_accept) || positive_integer?(tcp_defer_accept)
+            raise ConfigError, "listen #{address}: tcp_defer_accept must be false or seconds > 0, got #{tcp_defer_accept.inspect}"
+          end
+          self
+        end
+
+        private
+
+        def positive_integer?(value)
+          value.is_a?(Integer) && value.positive?
+        end
+
+        public
+
         # @return [Array(Symbol, String, Integer)] [:tcp, host, port] or [:unix, path, nil]
         def parse
           text = address.to_s
@@ -49,9 +67,21 @@ module Herd
         socket.setsockopt(:SOCKET, :REUSEADDR, true)
         socket.setsockopt(:SOCKET, :REUSEPORT, true) if spec.reuseport
         socket.setsockopt(:IPV6, :V6ONLY, true) if addrinfo.ipv6?
+        tune_tcp(socket, spec)
         socket.bind(addrinfo)
         socket.listen(spec.backlog || DEFAULT_BACKLOG)
         socket
+      end
+
+      # Accepted sockets inherit both options from the listener on Linux.
+      # TCP_DEFER_ACCEPT (off unless asked for): accept(2) returns once the
+      # request's first bytes are there, so idle connections never reach a
+      # worker; measured on loopback under wrk it costs throughput and p99
+      # (bench/results/http.md), so it is not the default.
+      def self.tune_tcp(socket, spec)
+        socket.setsockopt(:TCP, :NODELAY, true) unless spec.tcp_nodelay == false
+        seconds = spec.tcp_defer_accept
+        socket.setsockopt(:TCP, :DEFER_ACCEPT, seconds) if seconds && Socket.const_defined?(:TCP_DEFER_ACCEPT)
       end
 
       def self.bind_unix(path, spec)

@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "herd/server"
+
+class ListenerTest < Herd::Test
+  Spec = Herd::Server::Listener::Spec
+
+  def bind(**options)
+    @listener = Herd::Server::Listener.bind(Spec.new(address: "127.0.0.1:0", **options).validate!)
+  end
+
+  def teardown
+    @listener&.socket&.close
+  end
+
+  def option(level, name)
+    @listener.socket.getsockopt(level, name).int
+  end
+
+  def test_tcp_nodelay_by_default_and_no_deferred_accept
+    bind
+    assert_equal 1, option(:TCP, :NODELAY)
+    assert_equal 0, option(:TCP, :DEFER_ACCEPT) if Socket.const_defined?(:TCP_DEFER_ACCEPT)
+    assert_equal @listener.port.to_s, @listener.port_string
+    assert @listener.port_string.frozen?
+  end
+
+  def test_both_options_can_be_set
+    skip "TCP_DEFER_ACCEPT is Linux only" unless Socket.const_defined?(:TCP_DEFER_ACCEPT)
+
+    bind(tcp_nodelay: false, tcp_defer_accept: 5)
+    assert_equal 0, option(:TCP, :NODELAY)
+    assert_operator option(:TCP, :DEFER_ACCEPT), :>=, 5 # the kernel rounds up to its retransmission steps
+  end
+
+  def test_accept_returns_the_socket_and_its_address_or_nil
+    bind
+    assert_nil @listener.accept
+    client = TCPSocket.new("127.0.0.1", @listener.port)
+    IO.select([@listener.socket], nil, nil, 5)
+    socket, address = @listener.accept
+    assert_kind_of Socket, socket
+    assert_equal "127.0.0.1", address.ip_address
+  ensure
+    client&.close
+    socket&.close
+  end
+
+  def test_bad_options_are_config_errors
+    {
+      {backlog: 0} => /backlog must be an Integer > 0/,
+      {tcp_defer_accept: -1} => /tcp_defer_accept must be false or seconds > 0/,
+      {tcp_defer_accept: "yes"} => /tcp_defer_accept/
+    }.each do |options, message|
+      error = assert_raises(Herd::ConfigError) { Spec.new(address: "127.0.0.1:0", **options).validate! }
+      assert_match message, error.message
+    end
+    assert_raises(Herd::ConfigError) { Spec.new(address: "nowhere").validate! }
+  end
+end
