@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
-require_relative "../herd"
+# Each command requires what it needs: `herd serve`'s monitor stays small.
+require_relative "version"
+require_relative "errors"
 
 module Herd
   # `herd COMMAND [args]`: dispatches to one class per command under herd/cli/.

@@ -1,7 +1,9 @@
 # frozen_string_literal: true
 
-require_relative "../herd"
-require "herd/http"
+# Only what the monitor runs: the mold loads the HTTP layer, Rack and the
+# application (AppLoader).
+require_relative "version"
+require_relative "errors"
 require_relative "server/config"
 require_relative "server/monitor"
 

@@ -11,7 +11,6 @@ module Herd
     PROT_READ_WRITE = 0x1 | 0x2
     MAP_SHARED_ANONYMOUS = 0x01 | (RUBY_PLATFORM.include?("darwin") ? 0x1000 : 0x20)
     SLOT = 8
-    LITTLE_ENDIAN = [1].pack("q").getbyte(0) == 1
 
     class << self
       # @return [SharedMemory, nil] nil where mmap cannot be reached
@@ -59,17 +58,15 @@ module Herd
       @address[slot * SLOT, SLOT] = [value].pack("q")
     end
 
-    # Writes a signed 64-bit number at byte `offset` without allocating
-    # anything (a server worker does it twice per request). Not thread-safe:
-    # one scratch buffer per mapping, for a process's one writing thread.
+    # Writes a signed 64-bit number at byte `offset`, packed into a reused
+    # buffer (a server worker does it four times per request). Not
+    # thread-safe: one buffer per mapping, for a process's one writing thread.
     # @param offset [Integer]
     # @param value [Integer]
     def write_int(offset, value)
-      scratch = (@scratch ||= String.new("\0" * SLOT, encoding: Encoding::BINARY))
-      SLOT.times do |index|
-        byte = (value >> (index * 8)) & 0xFF
-        scratch.setbyte(LITTLE_ENDIAN ? index : SLOT - 1 - index, byte)
-      end
+      scratch = (@scratch ||= String.new(capacity: SLOT, encoding: Encoding::BINARY))
+      scratch.clear
+      [value].pack("q", buffer: scratch)
       @address[offset, SLOT] = scratch
     end
 

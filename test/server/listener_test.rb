@@ -59,3 +59,21 @@ class ListenerTest < Herd::Test
     assert_raises(Herd::ConfigError) { Spec.new(address: "nowhere").validate! }
   end
 end
+
+# The monitor never runs the HTTP layer or the app: it must not load them
+# (bench/cow counts its memory).
+class MonitorFootprintTest < Herd::Test
+  def test_the_serve_command_loads_neither_rack_nor_the_http_layer_nor_the_pool
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd/cli"
+      require "herd/cli/serve"
+      config = Herd::Server::Config.new
+      config.rackup = #{File.join(ROOT, "examples/demo/config.ru").inspect}
+      config.validate!
+      puts $LOADED_FEATURES.grep(%r{/rack/|/rack\\.rb|herd/http/|herd/pool})
+    RUBY
+    assert status.success?, err
+    assert_equal ["herd/http/options.rb"], out.lines.map { |path| path.strip[%r{herd/http/.*}] }.compact.sort
+    refute_match(/rack|pool/, out)
+  end
+end

@@ -3,10 +3,15 @@
 module Herd
   module Server
     # Loads the Rack application, in the mold only: the monitor never does.
+    # The HTTP layer (and Rack with it) and herd's public API are loaded here
+    # too, so the monitor stays small (bench/cow: monitor PSS) and the
+    # workers share them with the mold.
     module AppLoader
       # @return [#call]
       # @raise [ConfigError] when the file is missing; anything the app raises propagates
       def self.load(config)
+        require "herd"
+        require "herd/http"
         return config.app if config.app
 
         path = File.expand_path(config.rackup)

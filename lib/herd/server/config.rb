@@ -75,8 +75,9 @@ module Herd
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
         end
-        # Checked here, once, rather than by every worker in a crash loop.
-        require "herd/http"
+        # Checked here, once, rather than by every worker in a crash loop
+        # (only the options: the monitor never loads the HTTP layer itself).
+        require "herd/http/options"
         HTTP::Options.new(**@http_options)
         self
       end
