@@ -27,7 +27,6 @@ module Herd
       TARGET = /\A[\x21-\x7E]+\z/n
       # Method strings for the fast path of {#parse}: frozen, shared by every request.
       METHOD_PREFIXES = %w[GET POST HEAD PUT DELETE PATCH OPTIONS].to_h { |method| ["#{method} ".freeze, method.freeze] }.freeze
-      VERSIONS = {" HTTP/1.1" => "HTTP/1.1", " HTTP/1.0" => "HTTP/1.0"}.freeze
 
       # Header names whose env key is known, in the spellings clients use. Other
       # names are converted once and remembered (up to CACHE_LIMIT of them).
@@ -96,8 +95,11 @@ module Herd
       # "GET /path HTTP/1.1", the shape of nearly every request, taken apart
       # without a MatchData and with a shared String for the method and the version.
       def fast_request_line(line)
-        version = VERSIONS.each { |suffix, name| break name if line.end_with?(suffix) }
-        return nil unless version.is_a?(String)
+        version =
+          if line.end_with?(" HTTP/1.1") then "HTTP/1.1"
+          elsif line.end_with?(" HTTP/1.0") then "HTTP/1.0"
+          else return nil
+          end
 
         METHOD_PREFIXES.each do |prefix, method|
           next unless line.start_with?(prefix)

@@ -113,9 +113,8 @@ module Herd
         # @param umask [Integer] for a UNIX socket's file
         # @param tcp_nodelay [Boolean] TCP_NODELAY on accepted sockets (default true)
         # @param tcp_defer_accept [Integer, false] TCP_DEFER_ACCEPT seconds (Linux; default off): accept(2) returns once the request's first bytes arrived
-        def listen(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true, tcp_defer_accept: false)
-          @config.add_listener(address, backlog: backlog, reuseport: reuseport, umask: umask,
-            tcp_nodelay: tcp_nodelay, tcp_defer_accept: tcp_defer_accept)
+        def listen(address, **options)
+          @config.add_listener(address, **options)
         end
 
         # Seconds one request may take before the monitor SIGKILLs its worker.
