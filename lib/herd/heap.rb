@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "malloc"
+
 module Herd
   # Prepares the Ruby heap so that a fork keeps its pages shared.
   #
@@ -24,14 +26,16 @@ module Herd
     #   @return [Integer] object counts
     # @!attribute filled
     #   @return [Integer] free slots filled (see `fill_free_slots:`)
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :duration,
+    # @!attribute sealed
+    #   @return [Malloc::Sealed, nil] what `seal_malloc:` did
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :sealed, :duration,
       :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
-        format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d, %.1f ms",
+        format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
           strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "",
           filled.to_i.positive? ? " + #{filled} free slots filled" : "",
-          young_before, young_after, old_before, old_after, duration * 1000)
+          young_before, young_after, old_before, old_after, sealed ? "; #{sealed}" : "", duration * 1000)
       end
 
       # Keeps the objects that fill free slots alive as long as this report:
@@ -64,9 +68,12 @@ module Herd
       #   first allocations otherwise land in free slots scattered over
       #   shared pages and copy a page each; filled, they go to fresh pages
       #   of the child's own. Hold the report while the children live.
+      # @param seal_malloc [Boolean] last, take every free chunk of glibc's
+      #   malloc for good ({Malloc.seal_free_chunks}): a child's mallocs
+      #   otherwise reuse them and copy the shared pages they lie in
       # @return [Report]
-      def prepare(compact: false, warmup: true, fill_free_slots: false, max_gc_runs: DEFAULT_MAX_GC_RUNS,
-        young_ratio: DEFAULT_YOUNG_RATIO)
+      def prepare(compact: false, warmup: true, fill_free_slots: false, seal_malloc: false,
+        max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
         started = clock
         before = census
         with_gc_enabled do
@@ -77,7 +84,8 @@ module Herd
           end
           fillers = fill_free_slots ? fill : []
           runs += promote(max_gc_runs, young_ratio) unless fillers.empty?
-          report(strategy, runs, compacted, fillers.size, started, before).retain(fillers)
+          sealed = Malloc.seal_free_chunks if seal_malloc
+          report(strategy, runs, compacted, fillers.size, sealed, started, before).retain(fillers)
         end
       end
 
@@ -157,9 +165,10 @@ module Herd
         GC.disable if was_disabled
       end
 
-      def report(strategy, runs, compacted, filled, started, before)
+      def report(strategy, runs, compacted, filled, sealed, started, before)
         after = census
-        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, duration: clock - started,
+        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, sealed: sealed,
+          duration: clock - started,
           young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])
       end
 

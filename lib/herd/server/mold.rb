@@ -118,7 +118,8 @@ module Herd
         option = config.prepare_heap
         return unless option
 
-        @heap_report = Heap.prepare(compact: @promoted ? true : false, **(option.is_a?(Hash) ? option : {}))
+        @heap_report = Heap.prepare(compact: @promoted ? true : false, seal_malloc: true,
+          **(option.is_a?(Hash) ? option : {}))
         log.info(role, @heap_report.to_s)
       end
 

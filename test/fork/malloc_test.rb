@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+class MallocTest < Herd::Test
+  GLIBC = RUBY_PLATFORM.include?("linux") && Herd::Malloc.available?
+
+  # Frees every other block of 3,000, seals, then allocates blocks of the
+  # same size: none may land in a chunk that was free at the seal. The
+  # blocks kept behind them put the freed ones below the top slack, which
+  # the seal leaves alone.
+  SEAL_SCRIPT = <<~RUBY
+    require "herd"
+    require "fiddle"
+    libc = Fiddle::Handle.new("libc.so.6")
+    malloc = Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
+    free = Fiddle::Function.new(libc["free"], [Fiddle::TYPE_UINTPTR_T], Fiddle::TYPE_VOID)
+    blocks = Array.new(3000) { malloc.call(1000) }
+    $tail = Array.new(4) { malloc.call(100_000) }
+    freed = blocks.each_slice(2).map { |block, _kept| free.call(block); block }
+    sealed = Herd::Malloc.seal_free_chunks
+    fresh = Array.new(200) { malloc.call(1000) }
+    p [sealed.chunks, sealed.bytes, sealed.released, (fresh & freed).size, sealed.to_s]
+  RUBY
+
+  def test_sealed_free_chunks_are_not_handed_out_again
+    skip "glibc malloc only" unless GLIBC
+    out, err, status = ruby_run(SEAL_SCRIPT)
+    assert status.success?, err
+    chunks, bytes, released, reused, line = eval(out) # standard:disable Security/Eval
+    assert_operator chunks, :>=, 1500, "the 1,500 freed blocks at least"
+    assert_operator bytes, :>=, 1500 * 16
+    assert_operator released, :>=, 0
+    assert_equal 0, reused, "a malloc after the seal reused a chunk that was free before it"
+    assert_match(/\A\d+ malloc free chunks sealed \(\d+\.\d MiB, \d+\.\d MiB released\)\z/, line)
+  end
+
+  def test_large_free_chunks_give_their_pages_back
+    skip "glibc malloc only" unless GLIBC
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      require "fiddle"
+      libc = Fiddle::Handle.new("libc.so.6")
+      malloc = Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
+      free = Fiddle::Function.new(libc["free"], [Fiddle::TYPE_UINTPTR_T], Fiddle::TYPE_VOID)
+      memset = Fiddle::Function.new(libc["memset"], [Fiddle::TYPE_UINTPTR_T, Fiddle::TYPE_INT, Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
+      # 64 blocks of 100 KB, written so their pages are resident, each
+      # followed by a kept one so that freeing them leaves 64 separate chunks.
+      blocks = Array.new(64) { block = malloc.call(100_000); memset.call(block, 1, 100_000); malloc.call(100_000); block }
+      $tail = Array.new(4) { malloc.call(100_000) }
+      blocks.each { |block| free.call(block) }
+      p Herd::Malloc.seal_free_chunks.released
+    RUBY
+    assert status.success?, err
+    assert_operator Integer(out), :>=, 64 * 90_000, "the pages inside 64 freed 100 KB blocks"
+  end
+
+  # 2,000 small free chunks, one per page, as a booted app leaves them: a
+  # child's small mallocs land one per page and copy each page, unless the
+  # parent sealed them. Prints the child's Private_Dirty in kB (a malloc in
+  # the parent after the fork makes pages private just the same).
+  CHILD_SCRIPT = <<~RUBY
+    require "herd"
+    require "fiddle"
+    libc = Fiddle::Handle.new("libc.so.6")
+    malloc = Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
+    free = Fiddle::Function.new(libc["free"], [Fiddle::TYPE_UINTPTR_T], Fiddle::TYPE_VOID)
+    memset = Fiddle::Function.new(libc["memset"], [Fiddle::TYPE_UINTPTR_T, Fiddle::TYPE_INT, Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
+    small = Array.new(2000) { block = malloc.call(32); big = malloc.call(4064); memset.call(big, 1, 4064); block }
+    $tail = Array.new(4) { malloc.call(100_000) }
+    small.each { |block| free.call(block) }
+    Herd::Malloc.seal_free_chunks if ARGV.first == "seal"
+    dirty = -> { File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\\s+(\\d+)/, 1].to_i }
+    reader, writer = IO.pipe
+    pid = fork do
+      2000.times { memset.call(malloc.call(32), 2, 32) }
+      writer.puts(dirty.call)
+      exit!(0)
+    end
+    writer.close
+    Process.wait(pid)
+    print reader.read
+  RUBY
+
+  def test_a_child_allocates_in_pages_of_its_own_after_a_seal
+    skip "glibc malloc only" unless GLIBC
+    private_kb = %w[plain seal].to_h do |mode|
+      out, err, status = ruby_run(CHILD_SCRIPT, mode)
+      assert status.success?, err
+      [mode, Integer(out)]
+    end
+    assert_operator private_kb["plain"], :>, 2000 * 4 / 2, "without a seal the child copies a page per malloc (test premise)"
+    assert_operator private_kb["seal"] * 4, :<, private_kb["plain"], "after a seal the child's mallocs copy few pages: #{private_kb}"
+  end
+
+  def test_prepare_seals_on_request
+    skip "glibc malloc only" unless GLIBC
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      plain = Herd::Heap.prepare(warmup: false)
+      sealed = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      p [plain.sealed, sealed.sealed.class.name, sealed.to_s.include?("malloc free chunks sealed")]
+    RUBY
+    assert status.success?, err
+    assert_equal [nil, "Herd::Malloc::Sealed", true], eval(out) # standard:disable Security/Eval
+  end
+
+  def test_does_nothing_without_glibc
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      Herd::Malloc.instance_variable_set(:@functions, nil)
+      sealed = Herd::Malloc.seal_free_chunks
+      p [Herd::Malloc.available?, sealed.chunks, sealed.equal?(Herd::Malloc::NOTHING)]
+    RUBY
+    assert status.success?, err
+    assert_equal [false, 0, true], eval(out) # standard:disable Security/Eval
+  end
+end
