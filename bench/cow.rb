@@ -3,9 +3,11 @@
 # Pitchfork's memory benchmark, reproduced: Σ PSS of a whole server (every
 # process) with 4 workers after `ab -c 4 -n 500`, for herd with refork_after
 # [50, 100, 1000] against Pitchfork (the same), Puma fork_worker, Puma and
-# Unicorn preloaded, on two apps whose shared memory erodes as they serve.
+# Unicorn preloaded, on apps whose shared memory erodes as they serve: the
+# constant-cache app, the same app reporting the cluster's memory in every
+# response as Pitchfork's own example does (measured inside too), and a lazy app.
 #
-#   bundle exec ruby bench/cow.rb [--reps N] [--only herd,pitchfork] [--apps constant,lazy] [--requests N] [--more N]
+#   bundle exec ruby bench/cow.rb [--reps N] [--only herd,pitchfork] [--apps constant,measuring,lazy] [--requests N] [--more N]
 #
 # Needs ab (apt-get update && apt-get install -y apache2-utils) and the
 # optional bench group for the peers (bundle config set --local with bench &&
@@ -25,7 +27,7 @@ require_relative "cow/report"
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV
 names = CowBench::SERVERS.map(&:name)
 options = {reps: 3, requests: 500, more: 200, concurrency: 4, apps: CowBench::APPS.map(&:name), only: names,
-           servers: {"constant" => names, "lazy" => names - %w[puma]}}
+           servers: {"constant" => names, "measuring" => names, "lazy" => names - %w[puma]}}
 OptionParser.new do |opts|
   opts.banner = "usage: ruby bench/cow.rb [options]"
   opts.on("--reps N", Integer, "repetitions per server and app (default 3, at least 3)") { |n| options[:reps] = [n, 3].max }

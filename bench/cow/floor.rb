@@ -6,8 +6,10 @@
 #
 # Loads the app, serves REQUESTS requests in-process (what one of 4 workers
 # serves during the warm-up), runs a full GC and samples its PSS alone: one
-# warmed process. Then prepares the heap (Herd::Heap.prepare), forks FORKS
-# children that serve one request each and wait, and samples the tree: what
+# warmed process. Then prepares the heap as herd's mold does
+# (Herd::Heap.prepare with seal_malloc: true, which gives the pages of
+# malloc's free chunks back) and samples it again: one warmed process at its
+# smallest. Then forks FORKS children that serve one request each and wait, and samples the tree: what
 # each extra process costs at least (its USS). Then the children serve
 # SERVING requests in all and the tree is sampled again: what plain forks of
 # a warmed process cost once they serve, under Ruby's GC settings. Prints
@@ -39,7 +41,8 @@ warm_seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
 GC.start(full_mark: true, immediate_sweep: true)
 solo = Herd::Memory.sample
 
-Herd::Heap.prepare
+Herd::Heap.prepare(seal_malloc: true)
+sealed = Herd::Memory.sample
 ready_reader, ready_writer = IO.pipe
 go_reader, go_writer = IO.pipe
 children = Array.new(forks) do
@@ -73,6 +76,7 @@ uss = ->(tree) { tree.rows.drop(1).map { |row| mib.call(row.sample.uss) } }
 puts JSON.generate(
   requests: requests, warm_seconds: warm_seconds.round(2), serving: serving,
   solo_pss: mib.call(solo.pss), solo_rss: mib.call(solo.rss), solo_uss: mib.call(solo.uss),
+  sealed_pss: mib.call(sealed.pss),
   tree_pss: mib.call(idle.total.pss), children: uss.call(idle).map { |value| {uss: value} },
   served_tree_pss: mib.call(served.total.pss), served_children: uss.call(served).map { |value| {uss: value} }
 )

@@ -12,8 +12,8 @@ module CowBench
       line += if floor[:error]
         "FAILED: #{floor[:error].lines.last}"
       else
-        format("one warmed process %6.1f MiB PSS alone, its forks %.2f MiB USS each, %.1f after %d requests",
-          floor[:solo_pss], floor[:children].map { |child| child[:uss] }.max,
+        format("one warmed process %6.1f MiB PSS alone (%.1f sealed), its forks %.2f MiB USS each, %.1f after %d requests",
+          floor[:solo_pss], floor[:sealed_pss] || 0, floor[:children].map { |child| child[:uss] }.max,
           floor[:served_children].map { |child| child[:uss] }.max, floor[:serving])
       end
       @io.puts(line)
@@ -22,6 +22,8 @@ module CowBench
     def run(run)
       line = format("  rep %d %-8s %-16s ", run[:rep], run[:app], run[:server])
       line += run[:error] ? "FAILED: #{run[:error].lines.first}" : phase(run)
+      line += format(" [inside a request: Σ PSS %.1f MiB]", run[:inside][:total_pss]) if run.dig(:inside, :total_pss)
+      line += " [inside a request: #{run[:inside][:error]}]" if run.dig(:inside, :error)
       line += "; +#{run[:more][:requests]} requests: #{phase(run[:more])}" if run[:more]
       line += "  (reforks: #{run[:reforks]})" if run[:reforks]
       line += "  (stop: #{run[:stop_problems].join("; ")})" if run[:stop_problems]

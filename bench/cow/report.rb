@@ -28,7 +28,9 @@ module CowBench
         mold, workers: `Herd::Memory.tree`, which walks `/proc/PID/task/*/children` of every thread, so
         Puma's workers forked from a non-main thread count) and the median worker's PSS and USS. Three
         seconds after ab, Σ PSS is taken once as Pitchfork's own benchmark times it ("Run to run" table:
-        a rollout may still be under way). Then the driver waits until the server runs 4 workers of its
+        a rollout may still be under way); the `measuring` app is Pitchfork's example as its benchmark
+        runs it, and for it the driver also fetches one response and reads the figure the app took
+        inside the request, as Pitchfork's benchmark prints it. Then the driver waits until the server runs 4 workers of its
         newest generation, nothing is forking, the log agrees (herd: the newest mold and every worker logged "ready", no promotion
         under way; Puma: every worker booted in the newest refork phase) and that stayed so for 1 s;
         at most 60 s, and a run that did not settle says so. Every repetition starts each server afresh;
@@ -50,11 +52,13 @@ module CowBench
         #{@summary.floors_markdown}
         The floor is what #{WORKERS + 1} app processes and a monitor cost if nothing but each fork's own work were
         private: one process that loaded the app and served #{@options[:requests] / WORKERS} requests (one worker's share of
-        the warm-up), after a full GC, PSS alone; plus #{WORKERS} forks of it (heap prepared with
-        `Herd::Heap.prepare`) that served one request each, USS; plus herd's monitor PSS (it never loads
-        the app). `bench/cow/floor.rb` measures it in a fresh Ruby every repetition; the last two columns
-        are the same forks once each has served #{[@options[:more], 1].max} requests: what plain forks of a warmed
-        process cost while serving, under Ruby's default GC settings.
+        the warm-up), at its smallest: after a full GC, and with the pages of malloc's free chunks given
+        back to the kernel (`Herd::Heap.prepare(seal_malloc: true)`, what herd's mold does; the column
+        before shows it without), PSS alone; plus #{WORKERS} forks of it that served one request each, USS;
+        plus herd's monitor PSS (it never loads the app). `bench/cow/floor.rb` measures it in a fresh
+        Ruby every repetition; the last two columns are the same forks once each has served
+        #{[@options[:more], 1].max} requests: what plain forks of a warmed process cost while serving,
+        under Ruby's default GC settings.
 
         ### Targets
 
@@ -78,6 +82,12 @@ module CowBench
     end
 
     NOTES = <<~MD.chomp
+      - Booting leaves malloc's free chunks all over the mold's heap (55 MiB in 79,000 chunks on the
+        constant-cache app). Unless the mold takes them before it forks, every worker's mallocs
+        reuse them and copy the shared pages they lie in: about 300 KiB per request on the
+        `measuring` app. herd's mold seals them (`Herd::Malloc.seal_free_chunks`, since 42f1cfc)
+        and gives the whole pages inside back to the kernel; that is also why herd's total can be
+        below one warmed process that did not.
       - Reforking is what matters: Puma and Unicorn preloaded keep every worker's copy of what the
         app builds or writes after boot (caches, memoized data), reforking servers share it.
       - A measurement right after a refork flatters whoever reforked last: the new workers have

@@ -6,6 +6,7 @@ require "rbconfig"
 require_relative "../http/server_process"
 require_relative "ab"
 require_relative "tree"
+require_relative "inside"
 
 module CowBench
   App = Struct.new(:name, :rackup, :description, keyword_init: true)
@@ -74,7 +75,7 @@ module CowBench
       process.start
       result[:boot_s] = process.boot_seconds.round(1)
       tree = Tree.new(server, process)
-      result.merge!(warm_up(tree, process))
+      result.merge!(warm_up(tree, process, app))
       result[:more] = steady(server, tree, process) if @more.positive?
       result
     rescue HttpBench::ServerProcess::Failed => e
@@ -84,12 +85,15 @@ module CowBench
     end
 
     # ab; a first look 3 s later as Pitchfork's own benchmark takes it
-    # (without waiting for a rollout); then wait for the rollout and measure.
-    def warm_up(tree, process)
+    # (without waiting for a rollout): one request to an app that reports
+    # its own reading, and from outside; then wait for the rollout and measure.
+    def warm_up(tree, process, app)
       load = @ab.run(process.url, @requests)
       sleep EARLY
+      inside = Inside.read(process.url) if app.inside
       early = tree.measure
-      {ab: load, early: {total_pss: early[:total_pss], processes: early[:processes]}, settle: tree.settle, memory: tree.measure}
+      {ab: load, inside: inside, early: {total_pss: early[:total_pss], processes: early[:processes]},
+       settle: tree.settle, memory: tree.measure}.compact
     end
 
     # @more requests at a time until a round goes by without a refork (at

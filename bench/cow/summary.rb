@@ -25,11 +25,12 @@ module CowBench
         floor = floor(app)
         next unless floor
 
-        [app.name, cell(floor[:solo]), cell(floor[:fork_uss], 2), floor[:forks], floor[:monitor] || "no herd run", mib(floor[:value]),
-          cell(floor[:served_uss]), mib(floor[:served_value])]
+        [app.name, cell(floor[:gc_only]), cell(floor[:solo]), cell(floor[:fork_uss], 2), floor[:forks], floor[:monitor] || "no herd run",
+          mib(floor[:value]), cell(floor[:served_uss]), mib(floor[:served_value])]
       end
       serving = @floors.first&.dig(:serving)
-      Bench::Report.markdown_table(["app", "one warmed process, PSS alone", "each fork's USS after 1 request", "forks",
+      Bench::Report.markdown_table(["app", "one warmed process after a full GC, PSS alone", "the same after malloc's free chunks are sealed",
+        "each fork's USS after 1 request", "forks",
         "herd monitor PSS", "floor", "each fork's USS after #{serving} requests", "the same with those"], rows)
     end
 
@@ -45,12 +46,13 @@ module CowBench
           next if totals.empty?
 
           early = runs(server, app).map { |run| format("%.1f", run[:early][:total_pss]) }.join(", ")
+          inside = runs(server, app).map { |run| run[:inside] && (run.dig(:inside, :total_pss) || "failed") }
           [app.name, server.name, totals.map { |total| format("%.1f", total) }.join(", "), mib(totals.min), mib(totals.max),
-            format("%.2f", totals.max / totals.min), early]
+            format("%.2f", totals.max / totals.min), early, inside.compact.empty? ? "-" : inside.map { |value| value || "-" }.join(", ")]
         end
       end
       Bench::Report.markdown_table(["app", "server", "Σ PSS per repetition (MiB)", "min", "max", "max/min",
-        "3 s after ab, not waiting (Pitchfork's timing)"], rows)
+        "3 s after ab, not waiting (Pitchfork's timing)", "the same, read inside a request (Pitchfork's reading)"], rows)
     end
 
     # The processes of one run whose Σ PSS is the median of its server's.
@@ -131,30 +133,35 @@ module CowBench
       runs(server, app).sort_by { |run| run[:memory][:total_pss] }[runs(server, app).size / 2]
     end
 
-    # One warmed process's PSS alone + WORKERS forks' USS + herd's monitor
-    # (which never loads the app): what 1 + WORKERS app processes and a
-    # monitor would cost if nothing but the forks' own work were private.
+    # One warmed process's PSS alone (at its smallest: after a full GC and
+    # with malloc's free pages given back) + WORKERS forks' USS + herd's
+    # monitor (which never loads the app): what 1 + WORKERS app processes and
+    # a monitor would cost if nothing but the forks' own work were private.
     def floor(app)
       floors = @floors.select { |floor| floor[:app] == app.name }
       return nil if floors.empty?
 
-      solo = Bench::Report.stats(floors.map { |floor| floor[:solo_pss] })
+      gc_only = Bench::Report.stats(floors.map { |floor| floor[:solo_pss] })
+      sealed = floors.filter_map { |floor| floor[:sealed_pss] }
+      solo = (sealed.size == floors.size) ? Bench::Report.stats(sealed) : gc_only # older runs did not seal
       uss = ->(key) { Bench::Report.stats(floors.flat_map { |floor| (floor[key] || []).map { |child| child[:uss] } }) }
       fork_uss = uss.call(:children)
       served_uss = uss.call(:served_children)
       herd = @servers.find { |s| s.name == "herd" }
       monitor = (herd && runs(herd, app).any?) ? stats(herd, app)[:monitor][:median] : nil
-      {solo: solo, fork_uss: fork_uss, forks: WORKERS, monitor: monitor, served_uss: served_uss,
+      {gc_only: gc_only, solo: solo, fork_uss: fork_uss, forks: WORKERS, monitor: monitor, served_uss: served_uss,
        value: (solo[:median] + WORKERS * fork_uss[:median] + monitor.to_f).round(1),
        served_value: served_uss[:median] && (solo[:median] + WORKERS * served_uss[:median] + monitor.to_f).round(1)}
     end
 
     # herd's targets, and the same ratios for its variants, after the
-    # warm-up and (with --more) once the newest generation has served.
+    # warm-up and (with --more) once the newest generation has served; for
+    # an app that reports its own reading, also Pitchfork's benchmark as it
+    # reads itself: inside a request, 3 s after ab.
     def targets(app)
       pitchfork = @servers.find { |s| s.name == "pitchfork" }
       floor = floor(app)
-      [[nil, "after the warm-up"], [:more, "steady"]].flat_map do |phase, label|
+      inside_targets(app, pitchfork) + [[nil, "after the warm-up"], [:more, "steady"]].flat_map do |phase, label|
         pitchfork_total = pitchfork && stats(pitchfork, app, phase)&.dig(:total, :median)
         @servers.select { |s| s.name.start_with?("herd") }.flat_map do |herd|
           total = stats(herd, app, phase)&.dig(:total, :median)
@@ -164,6 +171,22 @@ module CowBench
             (target("#{herd.name} / floor, #{label}", total, floor[:value], HERD_VS_FLOOR) if floor)].compact
         end
       end
+    end
+
+    def inside_targets(app, pitchfork)
+      reference = pitchfork && inside(pitchfork, app)[:median]
+      return [] unless reference
+
+      @servers.select { |s| s.name.start_with?("herd") }.filter_map do |herd|
+        total = inside(herd, app)[:median]
+        total && target("#{herd.name} / Pitchfork's median, read inside a request 3 s after ab (Pitchfork's benchmark)",
+          total, reference, HERD_VS_PITCHFORK)
+      end
+    end
+
+    # The readings the app reported inside a request, 3 s after ab.
+    def inside(server, app)
+      Bench::Report.stats(runs(server, app).filter_map { |run| run.dig(:inside, :total_pss) })
     end
 
     def target(what, total, reference, goal)

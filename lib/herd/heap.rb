@@ -47,6 +47,9 @@ module Herd
       end
     end
 
+    # The keywords of {Heap.prepare}.
+    OPTIONS = %i[compact warmup fill_free_slots seal_malloc max_gc_runs young_ratio].freeze
+
     # Stop promoting once young objects are at most this share of live ones.
     DEFAULT_YOUNG_RATIO = 0.01
     # Objects need three survived GCs to become old on Ruby 3.1; one spare.

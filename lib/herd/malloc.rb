@@ -79,8 +79,15 @@ module Herd
             end
           end
         end
-        functions[:malloc_trim].call(0)
+        trim
         Sealed.new(chunks: chunks, bytes: bytes, released: released)
+      end
+
+      # Gives the free pages of malloc's heap back to the kernel
+      # (`malloc_trim(0)`): for a long-lived process done booting.
+      # @return [Boolean] whether any memory was released
+      def trim
+        available? && functions[:malloc_trim].call(0) == 1
       end
 
       private

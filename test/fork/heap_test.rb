@@ -25,6 +25,10 @@ class HeapTest < Herd::Test
     assert_equal 0, again_runs
   end
 
+  def test_options_lists_every_keyword_of_prepare
+    assert_equal Herd::Heap.method(:prepare).parameters.map(&:last).sort, Herd::Heap::OPTIONS.sort
+  end
+
   def test_prepare_respects_the_gc_run_cap
     report = Herd::Heap.prepare(warmup: false, max_gc_runs: 0)
     assert_equal 0, report.gc_runs

@@ -93,6 +93,19 @@ class MallocTest < Herd::Test
     assert_operator private_kb["seal"] * 4, :<, private_kb["plain"], "after a seal the child's mallocs copy few pages: #{private_kb}"
   end
 
+  def test_trim_gives_free_pages_back
+    skip "glibc malloc only" unless GLIBC
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s }
+      $strings = nil
+      GC.start
+      p Herd::Malloc.trim
+    RUBY
+    assert status.success?, err
+    assert_equal "true", out.strip
+  end
+
   def test_prepare_seals_on_request
     skip "glibc malloc only" unless GLIBC
     out, err, status = ruby_run(<<~RUBY)
@@ -110,9 +123,9 @@ class MallocTest < Herd::Test
       require "herd"
       Herd::Malloc.instance_variable_set(:@functions, nil)
       sealed = Herd::Malloc.seal_free_chunks
-      p [Herd::Malloc.available?, sealed.chunks, sealed.equal?(Herd::Malloc::NOTHING)]
+      p [Herd::Malloc.available?, sealed.chunks, sealed.equal?(Herd::Malloc::NOTHING), Herd::Malloc.trim]
     RUBY
     assert status.success?, err
-    assert_equal [false, 0, true], eval(out) # standard:disable Security/Eval
+    assert_equal [false, 0, true, false], eval(out) # standard:disable Security/Eval
   end
 end

@@ -111,6 +111,13 @@ class ServerOperationsTest < Herd::Test
     assert_equal ["herd: workers must be a whole number >= 0, got :many\n"], @server.lines
   end
 
+  def test_unknown_heap_options_are_config_errors
+    @server = Herd::ServerHarness.new(config: "prepare_heap seal: false\n")
+    assert_equal 1, @server.wait.exitstatus
+    assert_equal 1, @server.lines.size
+    assert_match(/prepare_heap: unknown option seal; known: .*seal_malloc/, @server.lines.first)
+  end
+
   def test_two_app_files_are_a_usage_error
     @server = Herd::ServerHarness.new(args: ["other.ru"])
     assert_equal 2, @server.wait.exitstatus

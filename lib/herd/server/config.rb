@@ -71,7 +71,7 @@ module Herd
           raise ConfigError, "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got #{@refork_after.inspect}"
         end
         whole(:refork_max_unavailable, @refork_max_unavailable, 1)
-        raise ConfigError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options" unless [true, false].include?(@prepare_heap) || @prepare_heap.is_a?(Hash)
+        validate_prepare_heap
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
         end
@@ -83,6 +83,18 @@ module Herd
       end
 
       private
+
+      def validate_prepare_heap
+        return if [true, false].include?(@prepare_heap)
+        raise ConfigError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options" unless @prepare_heap.is_a?(Hash)
+
+        require_relative "../heap"
+        unknown = @prepare_heap.keys - Heap::OPTIONS
+        return if unknown.empty?
+
+        raise ConfigError, "prepare_heap: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
+          "known: #{Heap::OPTIONS.join(", ")}"
+      end
 
       def whole(name, value, min)
         return if value.is_a?(Integer) && value >= min

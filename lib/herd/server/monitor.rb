@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../linux"
+require_relative "../malloc"
 require_relative "children"
 require_relative "context"
 require_relative "forking"
@@ -57,6 +58,7 @@ module Herd
         @target = @config.workers
         choose_process_model
         @signals = SignalQueue.new(SIGNALS)
+        release_boot_memory
         supervise
         @exit_status
       ensure
@@ -84,6 +86,14 @@ module Herd
           @local_mold = Mold.new(generation: @generation, listeners: @listeners, context: @context)
           @local_mold.boot
         end
+      end
+
+      # The monitor lives as long as the server and its boot garbage (the CLI,
+      # the config) would stay resident: collect it and give malloc's free
+      # pages back.
+      def release_boot_memory
+        GC.start
+        Malloc.trim
       end
 
       def supervise
