@@ -9,11 +9,16 @@ require_relative "tree"
 require_relative "inside"
 
 module CowBench
-  App = Struct.new(:name, :rackup, :description, keyword_init: true)
+  # inside: the app reports the cluster's memory in its responses, as
+  # Pitchfork's example does; the driver reads it too.
+  App = Struct.new(:name, :rackup, :description, :inside, keyword_init: true)
 
   APPS = [
     App.new(name: "constant", rackup: "bench/cow/constant_caches.ru",
       description: "Pitchfork's constant-cache app: 100,000 constants and lookup methods defined at boot, all called by every request"),
+    App.new(name: "measuring", rackup: "bench/cow/measuring.ru", inside: true,
+      description: "Pitchfork's example app as its benchmark runs it: the constant-cache app that first reads the " \
+        "cluster's memory from /proc in every request (about 1,000 objects allocated per request) and answers with it"),
     App.new(name: "lazy", rackup: "bench/cow/lazy_caches.ru",
       description: "class-level data memoized on first use (200 x 1,000 records), a 20,000-entry YAML file parsed on first use, " \
         "5,000 classes called from the same call sites")
