@@ -16,6 +16,7 @@
 # JSON on stdout.
 
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
+require "io/wait"
 require "json"
 require "rack"
 require "rack/mock"
@@ -45,23 +46,31 @@ Herd::Heap.prepare(seal_malloc: true)
 sealed = Herd::Memory.sample
 ready_reader, ready_writer = IO.pipe
 go_reader, go_writer = IO.pipe
+go = -> { go_reader.sysread(1) rescue nil } # standard:disable Style/RescueModifier
 children = Array.new(forks) do
   Process.fork do
     ready_reader.close
     go_writer.close
     serve.call
     ready_writer.write(".")
-    exit!(0) unless go_reader.read(1) # one byte each, EOF when the parent is done
+    # One byte each, unbuffered (IO#read may take every child's byte at
+    # once); EOF when the parent is done.
+    exit!(0) unless go.call
     (serving - 1).times { serve.call }
     ready_writer.write(".")
-    go_reader.read(1)
+    go.call
     exit!(0)
   end
 end
 ready_writer.close
 go_reader.close
+DEADLINE = 300 # seconds for the forks to answer, so that a fork that died fails the run
 sample = lambda do
-  ready_reader.read(forks)
+  answers = +""
+  while answers.size < forks
+    abort "floor.rb: #{forks - answers.size} fork(s) did not answer within #{DEADLINE} s" unless ready_reader.wait_readable(DEADLINE)
+    answers << (ready_reader.readpartial(forks - answers.size) rescue abort("floor.rb: a fork died")) # standard:disable Style/RescueModifier
+  end
   sleep 0.5 # let the children's writes settle before sampling
   Herd::Memory.tree(Process.pid)
 end
