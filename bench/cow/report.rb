@@ -90,6 +90,11 @@ module CowBench
         below one warmed process that did not.
       - Reforking is what matters: Puma and Unicorn preloaded keep every worker's copy of what the
         app builds or writes after boot (caches, memoized data), reforking servers share it.
+      - The reading inside a request sums the PSS of the worker's parent and the parent's children,
+        as Pitchfork's example app does. It agrees with the driver's for herd, Pitchfork, Puma and
+        Unicorn preloaded, whose workers are children of the monitor or master; Puma fork_worker forks
+        workers 1–3 from worker 0, so a request served by one of them counts worker 0 and its
+        children only (about 64 MiB).
       - A measurement right after a refork flatters whoever reforked last: the new workers have
         served nothing yet. The "3 s after ab" column is Pitchfork's own timing (a rollout may still
         be under way: Puma's refork stops and forks its workers one by one); the "after more
