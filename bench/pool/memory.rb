@@ -11,7 +11,7 @@ module PoolBench
   # an earlier one aged or compacted.
   class Memory
     WORKER = File.expand_path("memory_worker.rb", __dir__)
-    VARIANTS = ["herd", "herd prepare_heap: {compact: true}", "herd prepare_heap: {seal_malloc: true}", "herd prepare_heap: false",
+    VARIANTS = ["herd", "herd prepare_heap: {compact: true}", "herd prepare_heap: {seal_malloc: false}", "herd prepare_heap: false",
       "Parallel in_processes"].freeze
     WORKLOADS = {
       "read" => "per record: `\"\#{r[:id]}:\#{r[:name].bytesize}:\#{r[:tags].size}\"`",

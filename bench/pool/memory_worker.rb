@@ -35,8 +35,9 @@ VARIANTS = {
   "herd prepare_heap: {compact: true}" => lambda do |items, finish, &work|
     Herd.map(items, processes: WORKERS, prepare_heap: {compact: true}, finish: finish, &work)
   end,
-  "herd prepare_heap: {seal_malloc: true}" => lambda do |items, finish, &work|
-    Herd.map(items, processes: WORKERS, prepare_heap: {seal_malloc: true}, finish: finish, &work)
+  # What sealing malloc's free chunks is worth.
+  "herd prepare_heap: {seal_malloc: false}" => lambda do |items, finish, &work|
+    Herd.map(items, processes: WORKERS, prepare_heap: {seal_malloc: false}, finish: finish, &work)
   end,
   # What herd's heap preparation (promotion + free slots filled) is worth.
   "herd prepare_heap: false" => lambda do |items, finish, &work|

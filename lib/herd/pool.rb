@@ -230,7 +230,7 @@ module Herd
       option = @settings.prepare_heap
       return unless option
 
-      @heap_report = Heap.prepare(fill_free_slots: true, **(option.is_a?(Hash) ? option : {}))
+      @heap_report = Heap.prepare(fill_free_slots: true, seal_malloc: true, **(option.is_a?(Hash) ? option : {}))
     end
 
     def spawn(number)
