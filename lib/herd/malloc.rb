@@ -23,7 +23,7 @@ module Herd
     # @!attribute chunks
     #   @return [Integer] free chunks taken
     # @!attribute bytes
-    #   @return [Integer] bytes they hold
+    #   @return [Integer] bytes asked for (a chunk may hold a few more)
     # @!attribute released
     #   @return [Integer] bytes of whole pages inside them given back to the kernel
     Sealed = Struct.new(:chunks, :bytes, :released, keyword_init: true) do
