@@ -10,7 +10,11 @@
 # (Herd::Heap.prepare with seal_malloc: true, which gives the pages of
 # malloc's free chunks back) and samples it again: one warmed process at its
 # smallest. Then forks FORKS children that serve one request each and wait, and samples the tree: what
-# each extra process costs at least (its USS). Then the children serve
+# each extra process costs at least (its USS). One more fork, alone, serves
+# one request and runs one minor GC, and reports its USS before and after:
+# what a fork's first GC copies (Ruby 3.1 writes to every heap page's
+# descriptor, and those lie scattered over malloc's pages, shared with the
+# parent). Then the children serve
 # SERVING requests in all and the tree is sampled again: what plain forks of
 # a warmed process cost once they serve, under Ruby's GC settings. Prints
 # JSON on stdout.
@@ -44,6 +48,21 @@ solo = Herd::Memory.sample
 
 Herd::Heap.prepare(seal_malloc: true)
 sealed = Herd::Memory.sample
+first_gc = lambda do
+  reader, writer = IO.pipe
+  pid = Process.fork do
+    reader.close
+    serve.call
+    before = Herd::Memory.sample.uss
+    GC.start(full_mark: false, immediate_sweep: true)
+    writer.write(JSON.generate(before: before, after: Herd::Memory.sample.uss))
+    exit!(0)
+  end
+  writer.close
+  figures = JSON.parse(reader.read, symbolize_names: true)
+  Process.wait(pid)
+  figures
+end.call
 ready_reader, ready_writer = IO.pipe
 go_reader, go_writer = IO.pipe
 go = -> { go_reader.sysread(1) rescue nil } # standard:disable Style/RescueModifier
@@ -86,6 +105,7 @@ puts JSON.generate(
   requests: requests, warm_seconds: warm_seconds.round(2), serving: serving,
   solo_pss: mib.call(solo.pss), solo_rss: mib.call(solo.rss), solo_uss: mib.call(solo.uss),
   sealed_pss: mib.call(sealed.pss),
+  first_gc: {uss_before: mib.call(first_gc[:before]), uss_after: mib.call(first_gc[:after])},
   tree_pss: mib.call(idle.total.pss), children: uss.call(idle).map { |value| {uss: value} },
   served_tree_pss: mib.call(served.total.pss), served_children: uss.call(served).map { |value| {uss: value} }
 )

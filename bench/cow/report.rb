@@ -55,10 +55,14 @@ module CowBench
         the warm-up), at its smallest: after a full GC, and with the pages of malloc's free chunks given
         back to the kernel (`Herd::Heap.prepare(seal_malloc: true)`, what herd's mold does; the column
         before shows it without), PSS alone; plus #{WORKERS} forks of it that served one request each, USS;
-        plus herd's monitor PSS (it never loads the app). `bench/cow/floor.rb` measures it in a fresh
-        Ruby every repetition; the last two columns are the same forks once each has served
-        #{[@options[:more], 1].max} requests: what plain forks of a warmed process cost while serving,
-        under Ruby's default GC settings.
+        plus herd's monitor PSS (it never loads the app). "Floor from the unsealed process" is the same
+        sum from the process before sealing, the floor as the issue words it ("one warmed process's PSS
+        plus the idle cost of the extra processes"); both ratios are in the targets. `bench/cow/floor.rb`
+        measures it in a fresh Ruby every repetition. One more fork serves one request and runs one minor
+        GC: its USS then is what a fork's first GC copies (Ruby 3.1 writes to every heap page's descriptor, and those
+        lie scattered over malloc's pages shared with the parent; docs/COPY_ON_WRITE.md). The last two
+        columns are the same forks once each has served #{[@options[:more], 1].max} requests: what plain
+        forks of a warmed process cost while serving, under Ruby's default GC settings.
 
         ### Targets
 
