@@ -12,9 +12,8 @@
 # smallest. Then forks FORKS children that serve one request each and wait, and samples the tree: what
 # each extra process costs at least (its USS). One more fork, alone, serves
 # one request and runs one minor GC, and reports its USS before and after:
-# what a fork's first GC copies (Ruby 3.1 writes to every heap page's
-# descriptor, and those lie scattered over malloc's pages, shared with the
-# parent). Then the children serve
+# what a fork's first GC copies (pages of malloc's heap, about one per Ruby
+# heap page: the GC writes to every heap page's descriptor). Then the children serve
 # SERVING requests in all and the tree is sampled again: what plain forks of
 # a warmed process cost once they serve, under Ruby's GC settings. Prints
 # JSON on stdout.

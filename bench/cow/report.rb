@@ -59,8 +59,8 @@ module CowBench
         sum from the process before sealing, the floor as the issue words it ("one warmed process's PSS
         plus the idle cost of the extra processes"); both ratios are in the targets. `bench/cow/floor.rb`
         measures it in a fresh Ruby every repetition. One more fork serves one request and runs one minor
-        GC: its USS then is what a fork's first GC copies (Ruby 3.1 writes to every heap page's descriptor, and those
-        lie scattered over malloc's pages shared with the parent; docs/COPY_ON_WRITE.md). The last two
+        GC: its USS then is what a fork's first GC copies (pages of malloc's heap, about one per Ruby heap page: the
+        GC writes to every heap page's descriptor; docs/COPY_ON_WRITE.md). The last two
         columns are the same forks once each has served #{[@options[:more], 1].max} requests: what plain
         forks of a warmed process cost while serving, under Ruby's default GC settings.
 
