@@ -5,16 +5,20 @@ require "test_helper"
 class MallocTest < Herd::Test
   GLIBC = RUBY_PLATFORM.include?("linux") && Herd::Malloc.available?
 
-  # Frees every other block of 3,000, seals, then allocates blocks of the
-  # same size: none may land in a chunk that was free at the seal. The
-  # blocks kept behind them put the freed ones below the top slack, which
-  # the seal leaves alone.
-  SEAL_SCRIPT = <<~RUBY
+  # What every script below starts with: herd, and malloc/free from libc.
+  LIBC_PRELUDE = <<~RUBY
     require "herd"
     require "fiddle"
     libc = Fiddle::Handle.new("libc.so.6")
     malloc = Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
     free = Fiddle::Function.new(libc["free"], [Fiddle::TYPE_UINTPTR_T], Fiddle::TYPE_VOID)
+  RUBY
+
+  # Frees every other block of 3,000, seals, then allocates blocks of the
+  # same size: none may land in a chunk that was free at the seal. The
+  # blocks kept behind them put the freed ones below the top slack, which
+  # the seal leaves alone.
+  SEAL_SCRIPT = LIBC_PRELUDE + <<~RUBY
     blocks = Array.new(3000) { malloc.call(1000) }
     $tail = Array.new(4) { malloc.call(100_000) }
     freed = blocks.each_slice(2).map { |block, _kept| free.call(block); block }
@@ -37,12 +41,7 @@ class MallocTest < Herd::Test
 
   def test_large_free_chunks_give_their_pages_back
     skip "glibc malloc only" unless GLIBC
-    out, err, status = ruby_run(<<~RUBY)
-      require "herd"
-      require "fiddle"
-      libc = Fiddle::Handle.new("libc.so.6")
-      malloc = Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
-      free = Fiddle::Function.new(libc["free"], [Fiddle::TYPE_UINTPTR_T], Fiddle::TYPE_VOID)
+    out, err, status = ruby_run(LIBC_PRELUDE + <<~RUBY)
       memset = Fiddle::Function.new(libc["memset"], [Fiddle::TYPE_UINTPTR_T, Fiddle::TYPE_INT, Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
       # 64 blocks of 100 KB, written so their pages are resident, each
       # followed by a kept one so that freeing them leaves 64 separate chunks.
@@ -59,12 +58,7 @@ class MallocTest < Herd::Test
   # child's small mallocs land one per page and copy each page, unless the
   # parent sealed them. Prints the child's Private_Dirty in kB (a malloc in
   # the parent after the fork makes pages private just the same).
-  CHILD_SCRIPT = <<~RUBY
-    require "herd"
-    require "fiddle"
-    libc = Fiddle::Handle.new("libc.so.6")
-    malloc = Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
-    free = Fiddle::Function.new(libc["free"], [Fiddle::TYPE_UINTPTR_T], Fiddle::TYPE_VOID)
+  CHILD_SCRIPT = LIBC_PRELUDE + <<~RUBY
     memset = Fiddle::Function.new(libc["memset"], [Fiddle::TYPE_UINTPTR_T, Fiddle::TYPE_INT, Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
     small = Array.new(2000) { block = malloc.call(32); big = malloc.call(4064); memset.call(big, 1, 4064); block }
     $tail = Array.new(4) { malloc.call(100_000) }
