@@ -28,14 +28,16 @@ module Herd
     #   @return [Integer] free slots filled (see `fill_free_slots:`)
     # @!attribute sealed
     #   @return [Malloc::Sealed, nil] what `seal_malloc:` did
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :sealed, :duration,
+    # @!attribute trimmed
+    #   @return [Boolean] whether `trim_malloc:` gave malloc's free pages back
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :sealed, :trimmed, :duration,
       :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
         format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
           strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "",
           filled.to_i.positive? ? " + #{filled} free slots filled" : "",
-          young_before, young_after, old_before, old_after, sealed ? "; #{sealed}" : "", duration * 1000)
+          young_before, young_after, old_before, old_after, malloc_summary, duration * 1000)
       end
 
       # Keeps the objects that fill free slots alive as long as this report:
@@ -45,10 +47,18 @@ module Herd
         @retained = objects
         self
       end
+
+      private
+
+      def malloc_summary
+        return "; #{sealed}" if sealed
+
+        trimmed ? "; malloc's free pages given back, its free chunks left free" : ""
+      end
     end
 
     # The keywords of {Heap.prepare}.
-    OPTIONS = %i[compact warmup fill_free_slots seal_malloc max_gc_runs young_ratio].freeze
+    OPTIONS = %i[compact warmup fill_free_slots seal_malloc trim_malloc max_gc_runs young_ratio].freeze
 
     # Stop promoting once young objects are at most this share of live ones.
     DEFAULT_YOUNG_RATIO = 0.01
@@ -74,8 +84,15 @@ module Herd
       # @param seal_malloc [Boolean] last, take every free chunk of glibc's
       #   malloc for good ({Malloc.seal_free_chunks}): a child's mallocs
       #   otherwise reuse them and copy the shared pages they lie in
+      # @param trim_malloc [Boolean] last (ignored with `seal_malloc:`), give
+      #   the whole pages inside malloc's free chunks back to the kernel but
+      #   leave the chunks free ({Malloc.trim}). For a template whose children
+      #   will soon be templates themselves (the first mold of a reforking
+      #   server): their warm-up mallocs then fill the holes the boot left, and
+      #   the next template is as compact as a process warmed in one go, where
+      #   after sealing they would all land in fresh memory
       # @return [Report]
-      def prepare(compact: false, warmup: true, fill_free_slots: false, seal_malloc: false,
+      def prepare(compact: false, warmup: true, fill_free_slots: false, seal_malloc: false, trim_malloc: false,
         max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
         started = clock
         before = census
@@ -88,7 +105,8 @@ module Herd
           fillers = fill_free_slots ? fill : []
           runs += promote(max_gc_runs, young_ratio) unless fillers.empty?
           sealed = Malloc.seal_free_chunks if seal_malloc
-          report(strategy, runs, compacted, fillers.size, sealed, started, before).retain(fillers)
+          trimmed = !seal_malloc && trim_malloc && Malloc.trim
+          report(strategy, runs, compacted, fillers.size, sealed, trimmed, started, before).retain(fillers)
         end
       end
 
@@ -168,9 +186,10 @@ module Herd
         GC.disable if was_disabled
       end
 
-      def report(strategy, runs, compacted, filled, sealed, started, before)
+      def report(strategy, runs, compacted, filled, sealed, trimmed, started, before)
         after = census
         Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, sealed: sealed,
+          trimmed: trimmed ? true : false,
           duration: clock - started,
           young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])
       end

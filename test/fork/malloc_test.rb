@@ -112,6 +112,23 @@ class MallocTest < Herd::Test
     assert_equal [nil, "Herd::Malloc::Sealed", true], eval(out) # standard:disable Security/Eval
   end
 
+  # Trimming leaves the free chunks to malloc (a child's mallocs may fill
+  # them); sealing wins when both are asked for.
+  def test_prepare_trims_on_request
+    skip "glibc malloc only" unless GLIBC
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s }
+      $strings = nil
+      trimmed = Herd::Heap.prepare(warmup: false, trim_malloc: true)
+      both = Herd::Heap.prepare(warmup: false, trim_malloc: true, seal_malloc: true)
+      p [trimmed.trimmed, trimmed.sealed, trimmed.to_s.include?("malloc's free pages given back, its free chunks left free"),
+         both.trimmed, both.sealed.class.name]
+    RUBY
+    assert status.success?, err
+    assert_equal [true, nil, true, false, "Herd::Malloc::Sealed"], eval(out) # standard:disable Security/Eval
+  end
+
   def test_does_nothing_without_glibc
     out, err, status = ruby_run(<<~RUBY)
       require "herd"

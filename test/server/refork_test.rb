@@ -56,8 +56,12 @@ class ServerReforkTest < Herd::Test
 
   def test_refork_after_counts_requests_per_generation
     serve(config: "workers 1\nrefork_after [3, 5]\n")
+    # The first mold leaves malloc's free chunks to its workers' warm-up;
+    # the molds after it seal them.
+    @server.wait_for(/mold \(gen 0\): heap prepared .*; malloc's free pages given back, its free chunks left free/)
     3.times { @server.get("/") }
     @server.wait_for(/refork \(3 requests\): promoting worker 0 \(gen 0\)/)
+    @server.wait_for(/mold \(gen 1\): heap prepared .*; \d+ malloc free chunks sealed/)
     @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
     5.times { @server.get("/") }
     @server.wait_for(/refork \(5 requests\): promoting worker 0 \(gen 1\)/)
