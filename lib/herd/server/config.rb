@@ -4,6 +4,7 @@ require_relative "../errors"
 require_relative "../cpu"
 require_relative "hooks"
 require_relative "listener"
+require_relative "out_of_band_gc"
 
 module Herd
   module Server
@@ -16,7 +17,7 @@ module Herd
 
       attr_reader :hooks, :listen_specs, :http_options
       attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
-        :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable
+        :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable, :out_of_band_gc
 
       def initialize
         @rackup = "config.ru"
@@ -31,6 +32,7 @@ module Herd
         @subreaper = true
         @refork_after = false
         @refork_max_unavailable = 1
+        @out_of_band_gc = OutOfBandGC::DEFAULT_OBJECTS
         @listen_specs = []
         @http_options = {}
         @hooks = Hooks.new
@@ -71,6 +73,10 @@ module Herd
           raise ConfigError, "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got #{@refork_after.inspect}"
         end
         whole(:refork_max_unavailable, @refork_max_unavailable, 1)
+        budget = @out_of_band_gc == false || (@out_of_band_gc.is_a?(Integer) && @out_of_band_gc.positive?)
+        unless budget
+          raise ConfigError, "out_of_band_gc must be false or a number of allocations > 0, e.g. 200_000; got #{@out_of_band_gc.inspect}"
+        end
         validate_prepare_heap
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
@@ -153,6 +159,14 @@ module Herd
         # How many workers a refork may replace at once (default 1).
         def refork_max_unavailable(count)
           @config.refork_max_unavailable = count
+        end
+
+        # A worker runs a minor GC between requests once it has allocated
+        # this many objects since its last GC, unless Ruby's own is due
+        # sooner (default 200_000); false leaves GC timing to Ruby alone.
+        # See Herd::Server::OutOfBandGC.
+        def out_of_band_gc(objects)
+          @config.out_of_band_gc = objects
         end
 
         # The Rack app file (default config.ru).

@@ -5,6 +5,7 @@ require_relative "context"
 require_relative "role_accessors"
 require_relative "access_log"
 require_relative "forking"
+require_relative "out_of_band_gc"
 require_relative "../fork_safety"
 
 module Herd
@@ -41,6 +42,7 @@ module Herd
         @on_request = method(:report_busy) # made once: a block would be a new Proc per request
         @request_hooks = hooks.any?(:after_request_complete)
         @access_log = AccessLog.open(config.access_log)
+        @gc = config.out_of_band_gc && OutOfBandGC.new(config.out_of_band_gc)
         @link.send_message([:ready])
         hooks.run(:after_worker_ready, log, role, @context, @info)
         serve
@@ -110,6 +112,7 @@ module Herd
         title_now_and_then
         @access_log&.record(remote, exchange)
         hooks.run(:after_request_complete, log, role, @context, @info, exchange) if @request_hooks
+        @gc&.between_requests
       end
 
       # Through the shared scoreboard when this worker has a slot (no message,

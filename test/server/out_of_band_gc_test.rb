@@ -1,0 +1,115 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/server_harness"
+require "herd/server/out_of_band_gc"
+
+class OutOfBandGCTest < Herd::Test
+  # Stands in for GC: counts, allocations and free slots are set by the test.
+  class FakeGC
+    attr_accessor :count, :allocated, :free_slots, :allocatable_pages
+    attr_reader :starts
+
+    def initialize
+      @count = 0
+      @allocated = 0
+      @free_slots = 1_000_000
+      @allocatable_pages = 0
+      @starts = []
+    end
+
+    def stat(key = nil)
+      all = {total_allocated_objects: @allocated, heap_free_slots: @free_slots, heap_allocatable_pages: @allocatable_pages}
+      key ? all.fetch(key) : all
+    end
+
+    def start(**options)
+      @starts << options
+      @count += 1
+    end
+  end
+
+  def setup
+    @gc = FakeGC.new
+    @oob = Herd::Server::OutOfBandGC.new(1_000, gc: @gc)
+  end
+
+  def test_collects_once_the_budget_is_allocated
+    @gc.allocated = 999
+    refute @oob.between_requests
+    @gc.allocated = 1_000
+    assert @oob.between_requests
+    assert_equal [{full_mark: false, immediate_sweep: true}], @gc.starts
+    assert_equal 1, @oob.runs
+  end
+
+  def test_counts_from_its_own_last_gc
+    @gc.allocated = 1_500
+    assert @oob.between_requests
+    @gc.allocated = 2_400
+    refute @oob.between_requests, "900 allocations since the last GC"
+    @gc.allocated = 2_500
+    assert @oob.between_requests
+  end
+
+  def test_a_gc_by_ruby_restarts_the_count
+    @gc.allocated = 800
+    @gc.count += 1 # Ruby collected during the request
+    refute @oob.between_requests
+    @gc.allocated = 1_700
+    refute @oob.between_requests, "900 allocations since Ruby's GC"
+    @gc.allocated = 1_800
+    assert @oob.between_requests
+  end
+
+  def test_leaves_it_to_ruby_when_its_gc_is_due_anyway
+    @gc.allocated = 5_000
+    @gc.free_slots = 999
+    refute @oob.between_requests
+    assert_empty @gc.starts
+  end
+
+  def test_pages_ruby_may_still_add_count_as_room
+    @gc.allocated = 5_000
+    @gc.free_slots = 10
+    @gc.allocatable_pages = 3
+    assert @oob.between_requests, "3 pages of #{Herd::Server::OutOfBandGC::SLOTS_PER_PAGE} slots before Ruby's GC"
+  end
+
+  # For real: the app reads GC.count at the end of a request and at the
+  # start of the next; between them only the server ran. Its boot leaves
+  # the heap room enough that Ruby itself does not collect meanwhile.
+  GC_APP = <<~RUBY
+    Array.new(500_000) { Object.new }
+    run ->(env) {
+      since = GC.count - ($gc_count_at_end || GC.count)
+      20_000.times { Object.new }
+      $gc_count_at_end = GC.count
+      [200, {"content-type" => "text/plain"}, ["gcs=\#{since}\\n"]]
+    }
+  RUBY
+
+  def gcs_between_requests(config)
+    @server = Herd::ServerHarness.new(app: GC_APP, config: "workers 1\n#{config}")
+    @server.ready
+    2.times.map { @server.get("/")[/gcs=(\d+)/, 1].to_i }.last
+  ensure
+    @server&.cleanup
+  end
+
+  def test_a_worker_collects_between_requests
+    assert_equal 1, gcs_between_requests("out_of_band_gc 5_000\n")
+  end
+
+  def test_a_worker_leaves_gc_to_ruby_when_disabled
+    assert_equal 0, gcs_between_requests("out_of_band_gc false\n")
+  end
+
+  def test_a_bad_budget_is_a_one_line_config_error
+    @server = Herd::ServerHarness.new(config: "out_of_band_gc 0\n")
+    assert_equal 1, @server.wait.exitstatus
+    assert_equal ["herd: out_of_band_gc must be false or a number of allocations > 0, e.g. 200_000; got 0\n"], @server.lines
+  ensure
+    @server&.cleanup
+  end
+end
