@@ -85,14 +85,18 @@ class OutOfBandGCTest < Herd::Test
       since = GC.count - ($gc_count_at_end || GC.count)
       20_000.times { Object.new }
       $gc_count_at_end = GC.count
-      [200, {"content-type" => "text/plain"}, ["gcs=\#{since}\\n"]]
+      [200, {"content-type" => "text/plain"}, ["gcs=\#{since} pid=\#{Process.pid}\\n"]]
     }
   RUBY
 
   def gcs_between_requests(config)
     @server = Herd::ServerHarness.new(app: GC_APP, config: "workers 1\n#{config}")
     @server.ready
-    2.times.map { @server.get("/")[/gcs=(\d+)/, 1].to_i }.last
+    responses = 2.times.map { @server.get("/") }
+    pids = responses.map { |response| response[/pid=(\d+)/, 1] }
+    assert_equal 1, pids.uniq.size, "one worker served both requests; log:\n#{@server.lines.join}"
+    refute @server.lines.any? { |line| line.include?("crashed") }, @server.lines.join
+    responses.last[/gcs=(\d+)/, 1].to_i
   ensure
     @server&.cleanup
   end

@@ -42,7 +42,7 @@ module Herd
         @on_request = method(:report_busy) # made once: a block would be a new Proc per request
         @request_hooks = hooks.any?(:after_request_complete)
         @access_log = AccessLog.open(config.access_log)
-        @gc = config.out_of_band_gc && OutOfBandGC.new(config.out_of_band_gc)
+        @gc = (OutOfBandGC.new(config.out_of_band_gc) if config.out_of_band_gc)
         @link.send_message([:ready])
         hooks.run(:after_worker_ready, log, role, @context, @info)
         serve
