@@ -109,10 +109,16 @@ module CowBench
         worker). Compaction gathers the free slots into pages of their own, but Ruby 3.1 keeps
         those pages until more than 65% of the heap is free, and a worker fills them with its
         garbage before its next GC. `herd-tuned` sets `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` so
-        that the GC releases them.
-      - The `lazy` app allocates on every request (5,000 strings), so its workers' private memory
-        grows with the requests they serve whatever the server; the constant-cache app allocates
-        almost nothing once its caches are filled.
+        that the GC releases them. Since d31bb89 a herd worker also collects between requests once
+        it has allocated 200,000 objects (`out_of_band_gc`, unless Ruby's own GC is due sooner), so
+        its garbage stays in the pages it already copied.
+      - The first mold of a reforking herd server gives malloc's free pages back without sealing
+        the chunks (since 3199c1f): its workers' warm-up mallocs fill the boot's holes, and the
+        worker promoted to the next mold is as compact as a process warmed in one go.
+      - The `lazy` app allocates on every request (about 30,000 objects: 5,000 strings and a pair
+        per entry of a 20,000-entry Hash#count), so its workers' private memory grows with the
+        requests they serve until they collect; the constant-cache app allocates almost nothing
+        once its caches are filled.
     MD
 
     private
@@ -122,7 +128,7 @@ module CowBench
         Servers (config files in `bench/cow/`):
 
         - `herd`: `herd serve APP -c bench/cow/herd.rb` (`workers 4`, `refork_after [50, 100, 1000]`,
-          `refork_max_unavailable` 1, the default);
+          and herd's defaults: `refork_max_unavailable 1`, `out_of_band_gc 200_000`);
         - `herd-tuned`: the same with `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` in its environment
           (`bench/cow/herd_tuned.rb`; a diagnosis variant, see the notes);
         - `pitchfork`: `pitchfork -c bench/cow/pitchfork.rb APP` (`worker_processes 4`,

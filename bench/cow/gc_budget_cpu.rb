@@ -1,0 +1,55 @@
+# frozen_string_literal: true
+
+# CPU per request of a fork of a promoted mold under each `out_of_band_gc`
+# budget (docs/COPY_ON_WRITE.md, "A worker's garbage"):
+#
+#   RACK_ENV=production bundle exec ruby bench/cow/gc_budget_cpu.rb [APP.ru] [ROUNDS]
+#
+# Loads the app (bench/cow/lazy_caches.ru by default), serves 60 requests,
+# prepares the heap as a promoted mold does, then for each budget (false,
+# 200,000, 100,000, 50,000; ROUNDS times, default 3, interleaved) forks a
+# child that serves 250 requests in-process, collecting between requests as
+# a worker does, and prints its CPU time per request and GC count. Read the
+# minimum per budget: CPU time on a shared VM is noisy.
+$stdout.sync = true
+$LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
+require "rack"
+require "rack/mock"
+require "herd/heap"
+require "herd/server/out_of_band_gc"
+
+app_path = ARGV[0] || File.join(__dir__, "lazy_caches.ru")
+rounds = Integer(ARGV[1] || 3)
+REQUESTS = 250
+app = Rack::Builder.parse_file(app_path)
+app = app.first if app.is_a?(Array)
+env = Rack::MockRequest.env_for("/")
+serve = -> {
+  _status, _headers, body = app.call(env.dup)
+  body.each { |_chunk| }
+  body.close if body.respond_to?(:close)
+}
+60.times { serve.call }
+Herd::Heap.prepare(seal_malloc: true, compact: true)
+
+cpu = -> { Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) }
+([false, 200_000, 100_000, 50_000] * rounds).each do |budget|
+  reader, writer = IO.pipe
+  pid = Process.fork do
+    reader.close
+    gc = Herd::Server::OutOfBandGC.new(budget) if budget
+    started = cpu.call
+    count = GC.count
+    REQUESTS.times do
+      serve.call
+      gc&.between_requests
+    end
+    per_request = (cpu.call - started) * 1000 / REQUESTS
+    writer.puts format("out_of_band_gc %-7s %6.2f ms CPU per request, %3d GCs in %d requests", budget, per_request,
+      GC.count - count, REQUESTS)
+    exit!(0)
+  end
+  writer.close
+  print reader.read
+  Process.wait(pid)
+end
