@@ -42,13 +42,17 @@ module Herd
       # Call between requests.
       # @return [Boolean] whether it ran a GC
       def between_requests
-        return remember && false if @gc.count != @count
+        if @gc.count != @count # Ruby collected: count from there
+          remember
+          return false
+        end
         return false if @gc.stat(:total_allocated_objects) - @allocated < @objects
         return false if room < @objects
 
         @gc.start(full_mark: false, immediate_sweep: true)
         @runs += 1
         remember
+        true
       end
 
       private
@@ -64,7 +68,6 @@ module Herd
       def remember
         @count = @gc.count
         @allocated = @gc.stat(:total_allocated_objects)
-        true
       end
     end
   end
