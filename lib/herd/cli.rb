@@ -31,7 +31,7 @@ module Herd
       case name
       when nil, "help", "-h", "--help" then help
       when "version", "-v", "--version" then @out.puts("herd #{VERSION}") || 0
-      else command(name).new(out: @out, err: @err).run(argv)
+      else command(name).new(out: @out, err: @err, **((name == "serve") ? {debug: debug} : {})).run(argv)
       end
     rescue UsageError => e
       fail_with(e, debug, 2, hint: "see `herd help`")

@@ -2,6 +2,7 @@
 
 require "optparse"
 require_relative "../server"
+require_relative "../server/lean_monitor"
 
 module Herd
   class CLI
@@ -9,13 +10,18 @@ module Herd
     class Serve
       BANNER = "Usage: herd serve [config.ru] [-c herd.rb] [options]"
 
-      def initialize(out: $stdout, err: $stderr)
+      # @param debug [Boolean] `--debug` was given (kept across the re-exec)
+      def initialize(out: $stdout, err: $stderr, debug: false)
         @out = out
         @err = err
+        @debug = debug
       end
 
+      # Re-executes without RubyGems first (Server::LeanMonitor), then
+      # parses the arguments and the config file and runs the server.
       # @return [Integer] exit status
       def run(argv)
+        Server::LeanMonitor.adopt! || Server::LeanMonitor.reexec(["serve", *argv, *("--debug" if @debug)])
         config = parse(argv)
         return 0 unless config
 
@@ -43,6 +49,7 @@ module Herd
           opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
             flags << ->(c) { c.subreaper = false }
           end
+          opts.on(Server::LeanMonitor::FLAG, "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
           opts.on("-h", "--help") do
             @out.puts(opts)
             return nil
@@ -57,12 +64,21 @@ module Herd
       end
 
       def build(file, rackup, flags)
-        config = Server::Config.new
-        config.load_file(file) if file
+        config = file ? read_config(file) : Server::Config.new
         config.rackup = rackup if rackup
         config.subreaper = false if ENV["HERD_NO_SUBREAPER"] == "1"
         flags.each { |flag| flag.call(config) }
         config.validate!
+      end
+
+      # A config file that requires a gem fails in the lean monitor: load
+      # RubyGems and Bundler back, and read it again from scratch.
+      def read_config(file)
+        Server::Config.new.load_file(file)
+      rescue ConfigError => e
+        raise unless e.cause.is_a?(LoadError) && Server::LeanMonitor.restore!
+
+        Server::Config.new.load_file(file)
       end
     end
   end

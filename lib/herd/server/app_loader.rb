@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "lean_monitor"
+
 module Herd
   module Server
     # Loads the Rack application, in the mold only: the monitor never does.
@@ -10,6 +12,7 @@ module Herd
       # @return [#call]
       # @raise [ConfigError] when the file is missing; anything the app raises propagates
       def self.load(config)
+        LeanMonitor.restore!
         require "herd"
         require "herd/http"
         return config.app if config.app

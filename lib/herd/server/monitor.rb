@@ -5,6 +5,7 @@ require_relative "../malloc"
 require_relative "children"
 require_relative "context"
 require_relative "forking"
+require_relative "lean_monitor"
 require_relative "link"
 require_relative "listener"
 require_relative "log"
@@ -55,6 +56,7 @@ module Herd
         @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard)
         Process.setproctitle("herd monitor")
         @listeners = open_listeners
+        describe_lean_monitor
         @target = @config.workers
         choose_process_model
         @signals = SignalQueue.new(SIGNALS)
@@ -73,6 +75,16 @@ module Herd
         how = fds.empty? ? "listening on" : "listening (systemd socket) on"
         listeners.each { |listener| @log.info(ROLE, "#{how} #{listener}") }
         listeners
+      end
+
+      def describe_lean_monitor
+        case LeanMonitor.state
+        when :lean
+          @log.info(ROLE, "lean: re-executed without RubyGems and Bundler, the mold loads them " \
+            "(#{LeanMonitor::FLAG} or #{LeanMonitor::SWITCH_ENV}=0 keeps them here)")
+        when :restored
+          @log.info(ROLE, "the config file needs a gem: RubyGems and Bundler loaded in the monitor too")
+        end
       end
 
       # A subreaper lets the mold's double-forked workers become our children;

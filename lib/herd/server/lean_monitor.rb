@@ -1,0 +1,135 @@
+# frozen_string_literal: true
+
+require "rbconfig"
+
+module Herd
+  module Server
+    # `herd serve` re-executes itself as `ruby --disable-gems` before it
+    # loads anything else, so the monitor carries neither RubyGems nor
+    # Bundler. The monitor never loads the app, and its pages are the one
+    # part of the tree no other process shares: in a monitor that loaded
+    # them, Bundler and RubyGems cost 12.7 MiB of PSS, 9 of them private,
+    # because every mold rewrites the pages it inherited (bench/cow,
+    # constant-cache app: Σ PSS 231 -> 220 MiB; the monitor 14.4 -> 5.5).
+    #
+    # The mold, forked from the lean monitor, puts back what the command had
+    # loaded before it loads the app ({.restore!}): RubyGems, `bundler/setup`
+    # with the same Gemfile, the same `$LOAD_PATH` and `RUBYOPT`. Its copy is
+    # shared with its workers, as before.
+    #
+    # Skipped (the monitor keeps what the command loaded) when
+    # `HERD_LEAN_MONITOR=0` or `--no-lean-monitor` is given, with
+    # `--no-subreaper` (the monitor loads the app itself), off Linux, in a
+    # Ruby started without RubyGems, or when `RUBYOPT` requires more than
+    # `bundler/setup` (those libraries may need RubyGems).
+    module LeanMonitor
+      BOOT_ENV = "HERD_LEAN_MONITOR_BOOT"
+      SWITCH_ENV = "HERD_LEAN_MONITOR"
+      FLAG = "--no-lean-monitor"
+      LIB = File.expand_path("../..", __dir__)
+      EXE = File.expand_path("../../../exe/herd", __dir__)
+      BUNDLER_SETUP = %r{\A-r\s*(\S*/)?bundler/setup(\.rb)?\z}
+
+      class << self
+        # @return [Symbol, nil] :lean (this process was re-executed without
+        #   RubyGems), :restored (it was, then put them back), nil (never re-executed)
+        attr_reader :state
+
+        # Re-executes `herd ARGV` without RubyGems when {.eligible?}; returns
+        # only when it is not (or when exec itself failed).
+        # @param argv [Array<String>] the arguments of `herd`, command first
+        # @param env [Hash] the environment (tests pass their own)
+        # @return [String, nil] why not, when it did not
+        def reexec(argv, env: ENV)
+          reason = ineligible(argv, env)
+          return reason if reason
+
+          Kernel.exec(lean_env(env), RbConfig.ruby, "--disable-gems", "-I", LIB, EXE, *argv)
+        rescue SystemCallError => e
+          "exec failed: #{e.message}"
+        end
+
+        # In the re-executed process: takes the description of the
+        # command's environment out of ENV (children must not inherit it)
+        # and puts `RUBYOPT` back as it was, for the app's own subprocesses.
+        # @return [Boolean] whether this process is the lean one
+        def adopt!(env: ENV)
+          payload = env.delete(BOOT_ENV)
+          return false unless payload
+
+          @boot = Marshal.load(payload.unpack1("m0")) # rubocop:disable Security/MarshalLoad -- written by our own exec
+          @boot[:rubyopt] ? env["RUBYOPT"] = @boot[:rubyopt] : env.delete("RUBYOPT")
+          @state = :lean
+          true
+        end
+
+        # Loads back what the command had loaded before the re-exec:
+        # RubyGems, `bundler/setup` with its Gemfile, the `$LOAD_PATH`.
+        # The mold calls it before the app; the monitor only when its own
+        # config file needs a gem. Does nothing in a process never re-executed.
+        # @return [Boolean] whether anything was loaded
+        def restore!
+          boot = @boot
+          return false unless boot
+
+          @boot = nil
+          require "rubygems" if boot[:rubygems]
+          if boot[:bundler]
+            ENV["BUNDLE_GEMFILE"] ||= boot[:gemfile] if boot[:gemfile]
+            require "bundler/setup"
+          end
+          $LOAD_PATH.replace(boot[:load_path] | $LOAD_PATH)
+          @state = :restored if @state == :lean
+          true
+        end
+
+        # @return [String, nil] why this command cannot re-execute lean, nil if it can
+        def ineligible(argv, env = ENV)
+          return "already lean" if @state || env.key?(BOOT_ENV)
+          return "#{SWITCH_ENV}=0" if env[SWITCH_ENV] == "0"
+          return FLAG if argv.include?(FLAG)
+          return "plain preload" if argv.include?("--no-subreaper") || env["HERD_NO_SUBREAPER"] == "1"
+          return "not Linux" unless RUBY_PLATFORM.include?("linux")
+          return "RubyGems not loaded" unless defined?(::Gem)
+          return "RUBYOPT requires more than bundler/setup" if other_requires?(env["RUBYOPT"])
+
+          "#{EXE} is missing" unless File.file?(EXE)
+        end
+
+        private
+
+        def lean_env(env)
+          {
+            BOOT_ENV => [Marshal.dump(boot_description(env))].pack("m0"),
+            "RUBYOPT" => lean_rubyopt(env["RUBYOPT"])
+          }
+        end
+
+        def boot_description(env)
+          bundler = defined?(::Bundler) && $LOADED_FEATURES.any? { |path| path.end_with?("/bundler/setup.rb") }
+          {rubygems: true, bundler: bundler ? true : false, gemfile: env["BUNDLE_GEMFILE"],
+           rubyopt: env["RUBYOPT"], load_path: $LOAD_PATH.map(&:to_s)}
+        end
+
+        # RUBYOPT's words, `-r X` joined into one.
+        def rubyopt_words(rubyopt)
+          words = rubyopt.to_s.split
+          words.each_with_index.filter_map do |word, index|
+            next if words[index - 1] == "-r" && index.positive?
+
+            (word == "-r") ? "-r#{words[index + 1]}" : word
+          end
+        end
+
+        def other_requires?(rubyopt)
+          rubyopt_words(rubyopt).any? { |word| word.start_with?("-r") && !word.match?(BUNDLER_SETUP) }
+        end
+
+        def lean_rubyopt(rubyopt)
+          words = rubyopt_words(rubyopt).grep_v(BUNDLER_SETUP)
+          words.empty? ? nil : words.join(" ")
+        end
+      end
+    end
+  end
+end
