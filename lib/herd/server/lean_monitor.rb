@@ -35,6 +35,13 @@ module Herd
         #   RubyGems), :restored (it was, then put them back), nil (never re-executed)
         attr_reader :state
 
+        # @return [Array<String>] gems of the bundle ("optparse 0.4.0") whose
+        #   files this process had already loaded from Ruby's own library
+        #   before {.restore!}: the app runs Ruby's version, not the Gemfile's
+        def shadowed
+          @shadowed || []
+        end
+
         # Re-executes `herd ARGV` without RubyGems when {.eligible?}; returns
         # only when it is not (or when exec itself failed).
         # @param argv [Array<String>] the arguments of `herd`, command first
@@ -73,10 +80,12 @@ module Herd
           return false unless boot
 
           @boot = nil
+          loaded = $LOADED_FEATURES.dup
           require "rubygems" if boot[:rubygems]
           if boot[:bundler]
             ENV["BUNDLE_GEMFILE"] ||= boot[:gemfile] if boot[:gemfile]
             require "bundler/setup"
+            @shadowed = shadowed_gems(loaded)
           end
           $LOAD_PATH.replace(boot[:load_path] | $LOAD_PATH)
           @state = :restored if @state == :lean
@@ -97,6 +106,18 @@ module Herd
         end
 
         private
+
+        # A gem of the bundle (not Ruby's default copy) that ships a file
+        # this process already loaded from Ruby's own directories.
+        def shadowed_gems(loaded)
+          own = [RbConfig::CONFIG["rubylibdir"], RbConfig::CONFIG["rubyarchdir"]].map { |dir| "#{dir}/" }
+          relative = loaded.filter_map { |path| (prefix = own.find { |dir| path.start_with?(dir) }) && path.delete_prefix(prefix) }
+          Gem.loaded_specs.values.reject(&:default_gem?).select do |spec|
+            spec.full_require_paths.any? { |dir| relative.any? { |file| File.file?(File.join(dir, file)) } }
+          end.map { |spec| "#{spec.name} #{spec.version}" }.sort
+        rescue
+          []
+        end
 
         def lean_env(env)
           {

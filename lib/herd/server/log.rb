@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "time"
-
 module Herd
   module Server
     # One line per lifecycle event, on stderr by default:
@@ -26,8 +24,12 @@ module Herd
 
       private
 
+      # strftime rather than Time#iso8601: the monitor does not load the
+      # "time" and "date" libraries, which an app may want at other versions.
+      TIMESTAMP = "%Y-%m-%dT%H:%M:%S.%LZ"
+
       def write(role, message)
-        line = "#{Time.now.utc.iso8601(3)} herd[#{Process.pid}] #{role}: #{message}\n"
+        line = "#{Time.now.utc.strftime(TIMESTAMP)} herd[#{Process.pid}] #{role}: #{message}\n"
         @lock.synchronize { @io.write(line) }
       rescue IOError, SystemCallError
         nil # a closed log must not take a process down

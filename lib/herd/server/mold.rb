@@ -48,7 +48,10 @@ module Herd
       # Loads the app and prepares the heap (also used in-process by a
       # monitor without subreaper).
       def boot
-        @app ||= AppLoader.load(config)
+        unless @app
+          @app = AppLoader.load(config)
+          warn_about_shadowed_gems
+        end
         hooks.run(:after_mold_fork, log, role, @context, @info)
         warn_about_threads
         prepare_heap
@@ -135,6 +138,14 @@ module Herd
       # (bench/cow, constant-cache app: gen-1 mold 220 -> 215 MiB RSS).
       def malloc_release
         (@separate && !@promoted && config.refork_after) ? {trim_malloc: true} : {seal_malloc: true}
+      end
+
+      def warn_about_shadowed_gems
+        shadowed = LeanMonitor.shadowed
+        return if shadowed.empty?
+
+        log.info(role, "warning: the lean monitor loaded Ruby's own copy of #{shadowed.join(", ")} before Bundler: " \
+          "the app runs that copy, not the Gemfile's (#{LeanMonitor::FLAG} or #{LeanMonitor::SWITCH_ENV}=0 if it matters)")
       end
 
       # Threads do not survive fork: a worker would start without them.

@@ -1,0 +1,126 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/server_harness"
+require "herd/server/lean_monitor"
+
+class LeanMonitorTest < Herd::Test
+  LeanMonitor = Herd::Server::LeanMonitor
+  BUNDLER_RUBYOPT = "-r/usr/share/rubygems-integration/all/gems/bundler-2.3.15/lib/bundler/setup"
+  # The environment `bundle exec` gives the command (the test process may
+  # not run under it): RUBYOPT loads bundler/setup, BUNDLE_GEMFILE names ours.
+  BUNDLED = {"RUBYOPT" => "-rbundler/setup", "BUNDLE_GEMFILE" => File.join(Herd::Test::ROOT, "Gemfile")}.freeze
+
+  def teardown
+    @server&.cleanup
+  end
+
+  # --- who re-executes ------------------------------------------------
+
+  def test_a_bundled_command_on_linux_is_eligible
+    assert_nil LeanMonitor.ineligible(["serve"], {"RUBYOPT" => BUNDLER_RUBYOPT})
+    assert_nil LeanMonitor.ineligible(["serve"], {"RUBYOPT" => "-r bundler/setup -W0"})
+    assert_nil LeanMonitor.ineligible(["serve"], {})
+  end
+
+  def test_each_way_to_keep_rubygems_in_the_monitor_says_why
+    assert_equal "HERD_LEAN_MONITOR=0", LeanMonitor.ineligible(["serve"], {"HERD_LEAN_MONITOR" => "0"})
+    assert_equal "--no-lean-monitor", LeanMonitor.ineligible(["serve", "--no-lean-monitor"], {})
+    assert_equal "plain preload", LeanMonitor.ineligible(["serve", "--no-subreaper"], {})
+    assert_equal "plain preload", LeanMonitor.ineligible(["serve"], {"HERD_NO_SUBREAPER" => "1"})
+    assert_equal "already lean", LeanMonitor.ineligible(["serve"], {LeanMonitor::BOOT_ENV => "x"})
+  end
+
+  def test_rubyopt_requiring_another_library_keeps_rubygems_in_the_monitor
+    reason = "RUBYOPT requires more than bundler/setup"
+    assert_equal reason, LeanMonitor.ineligible(["serve"], {"RUBYOPT" => "#{BUNDLER_RUBYOPT} -rdotenv/load"})
+    assert_equal reason, LeanMonitor.ineligible(["serve"], {"RUBYOPT" => "-r json"})
+  end
+
+  def test_the_lean_environment_drops_bundler_setup_from_rubyopt_and_describes_the_command
+    env = LeanMonitor.send(:lean_env, {"RUBYOPT" => "#{BUNDLER_RUBYOPT} -W0", "BUNDLE_GEMFILE" => "/app/Gemfile"})
+    assert_equal "-W0", env["RUBYOPT"]
+    boot = Marshal.load(env[LeanMonitor::BOOT_ENV].unpack1("m0")) # rubocop:disable Security/MarshalLoad
+    assert_equal "#{BUNDLER_RUBYOPT} -W0", boot[:rubyopt]
+    assert_equal "/app/Gemfile", boot[:gemfile]
+    assert_equal $LOAD_PATH.map(&:to_s), boot[:load_path]
+    assert_nil LeanMonitor.send(:lean_env, {"RUBYOPT" => BUNDLER_RUBYOPT})["RUBYOPT"], "nothing left: unset"
+  end
+
+  # --- the re-executed process -----------------------------------------
+
+  def test_adopt_takes_the_description_out_of_env_and_restore_puts_the_load_path_back
+    result = in_child do
+      boot = {rubygems: true, bundler: false, gemfile: nil, rubyopt: "-W0", load_path: ["/nowhere/lib"]}
+      env = {LeanMonitor::BOOT_ENV => [Marshal.dump(boot)].pack("m0"), "RUBYOPT" => nil}
+      adopted = LeanMonitor.adopt!(env: env)
+      state = LeanMonitor.state
+      restored = LeanMonitor.restore!
+      [adopted, state, env, restored, LeanMonitor.state, $LOAD_PATH.first, LeanMonitor.restore!]
+    end
+    adopted, state, env, restored, state_after, first_path, again = result
+    assert adopted
+    assert_equal :lean, state
+    assert_equal({"RUBYOPT" => "-W0"}, env, "the description leaves ENV; RUBYOPT is the command's again")
+    assert restored
+    assert_equal :restored, state_after
+    assert_equal "/nowhere/lib", first_path, "the command's load path comes first"
+    refute again, "restoring twice does nothing"
+  end
+
+  def test_a_gem_of_the_bundle_whose_file_was_loaded_from_rubys_own_library_is_named
+    spec = Gem.loaded_specs.values.reject(&:default_gem?).find { |candidate| Dir[File.join(candidate.full_require_paths.first, "*.rb")].any? }
+    file = File.basename(Dir[File.join(spec.full_require_paths.first, "*.rb")].first)
+    loaded = [File.join(RbConfig::CONFIG["rubylibdir"], file)]
+    assert_includes LeanMonitor.send(:shadowed_gems, loaded), "#{spec.name} #{spec.version}"
+    assert_empty LeanMonitor.send(:shadowed_gems, [File.join(RbConfig::CONFIG["rubylibdir"], "no_such_file.rb")])
+  end
+
+  def test_a_process_never_re_executed_restores_nothing
+    refute in_child { [LeanMonitor.adopt!(env: {}), LeanMonitor.restore!].any? }
+  end
+
+  # --- a real server ------------------------------------------------------
+
+  def test_the_monitor_runs_without_rubygems_and_the_app_has_the_command_environment
+    app = <<~RUBY
+      run ->(env) { [200, {}, ["bundler=\#{defined?(Bundler) ? 1 : 0} rubyopt=\#{ENV["RUBYOPT"]} boot=\#{ENV.key?("#{LeanMonitor::BOOT_ENV}")}"]] }
+    RUBY
+    @server = Herd::ServerHarness.new(app: app, args: ["-w", "1"], env: BUNDLED)
+    @server.wait_for(/monitor: lean: re-executed without RubyGems and Bundler/)
+    body = @server.get("/").split("\r\n\r\n", 2).last
+    # What any process started with this environment sees (bundler/setup edits RUBYOPT).
+    rubyopt, = ruby_run("print ENV['RUBYOPT']", env: BUNDLED)
+    assert_equal "bundler=1 rubyopt=#{rubyopt} boot=false", body
+    environ = File.binread("/proc/#{@server.pid}/environ").split("\0")
+    assert environ.any? { |entry| entry.start_with?("#{LeanMonitor::BOOT_ENV}=") }, "the monitor was re-executed"
+    refute_includes environ, "RUBYOPT=-rbundler/setup", "the monitor started without bundler/setup"
+  end
+
+  def test_herd_lean_monitor_0_keeps_the_monitor_as_started
+    @server = Herd::ServerHarness.new(args: ["-w", "1"], env: BUNDLED.merge("HERD_LEAN_MONITOR" => "0"))
+    assert_match(/pid=\d+/, @server.get("/"))
+    refute @server.lines.any? { |line| line.include?("monitor: lean") }, @server.lines.join
+    environ = File.binread("/proc/#{@server.pid}/environ").split("\0")
+    refute environ.any? { |entry| entry.start_with?("#{LeanMonitor::BOOT_ENV}=") }
+  end
+
+  def test_a_config_file_that_requires_a_gem_loads_rubygems_in_the_monitor
+    @server = Herd::ServerHarness.new(config: "require \"rack\"\nworkers 1\n", env: BUNDLED)
+    @server.wait_for(/monitor: the config file needs a gem: RubyGems and Bundler loaded in the monitor too/)
+    assert_match(/pid=\d+/, @server.get("/"))
+  end
+
+  def test_debug_survives_the_re_exec
+    Dir.mktmpdir do |dir|
+      File.write(File.join(dir, "bad.rb"), "workers :many\n")
+      _, err, status = herd_cli("serve", "-c", File.join(dir, "bad.rb"), env: BUNDLED)
+      assert_equal 1, status.exitstatus
+      assert_equal 1, err.lines.size, err
+      _, err, status = herd_cli("--debug", "serve", "-c", File.join(dir, "bad.rb"), env: BUNDLED)
+      assert_equal 1, status.exitstatus
+      assert_operator err.lines.size, :>, 1, "a backtrace follows with --debug"
+      assert_match(/workers/, err.lines.first)
+    end
+  end
+end
