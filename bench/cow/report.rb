@@ -115,6 +115,12 @@ module CowBench
       - The first mold of a reforking herd server gives malloc's free pages back without sealing
         the chunks (since 3199c1f): its workers' warm-up mallocs fill the boot's holes, and the
         worker promoted to the next mold is as compact as a process warmed in one go.
+      - Since 2aa8ea4 herd's monitor re-executes itself without RubyGems and Bundler (the lean
+        monitor): 5.3 MiB of PSS instead of 12.7, and the floor counts it. How many of malloc's free
+        chunks a mold ends with moves with the code layout (anything that allocates before or during
+        the boot): herd on the constant-cache app measured 223.5 MiB at 2aa8ea4 and 227.8 at
+        8029b67, which changed only the log's timestamp formatting and a warning; perturbing the
+        layout by hand gave 219–233 MiB (docs/COPY_ON_WRITE.md, "Where the holes fall").
       - The `lazy` app allocates on every request (about 30,000 objects: 5,000 strings and a pair
         per entry of a 20,000-entry Hash#count), so its workers' private memory grows with the
         requests they serve until they collect; the constant-cache app allocates almost nothing
