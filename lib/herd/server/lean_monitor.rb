@@ -8,9 +8,8 @@ module Herd
     # loads anything else, so the monitor carries neither RubyGems nor
     # Bundler. The monitor never loads the app, and its pages are the one
     # part of the tree no other process shares: in a monitor that loaded
-    # them, Bundler and RubyGems cost 12.7 MiB of PSS, 9 of them private,
-    # because every mold rewrites the pages it inherited (bench/cow,
-    # constant-cache app: Σ PSS 231 -> 220 MiB; the monitor 14.4 -> 5.5).
+    # them, Bundler and RubyGems were most of its 12.7 MiB of PSS, because
+    # every mold rewrites the pages it inherited (bench/cow: 5.3 MiB lean).
     #
     # The mold, forked from the lean monitor, puts back what the command had
     # loaded before it loads the app ({.restore!}): RubyGems, `bundler/setup`
@@ -42,8 +41,8 @@ module Herd
           @shadowed || []
         end
 
-        # Re-executes `herd ARGV` without RubyGems when {.eligible?}; returns
-        # only when it is not (or when exec itself failed).
+        # Re-executes `herd ARGV` without RubyGems unless {.ineligible}
+        # gives a reason; returns only then (or when exec itself failed).
         # @param argv [Array<String>] the arguments of `herd`, command first
         # @param env [Hash] the environment (tests pass their own)
         # @return [String, nil] why not, when it did not
