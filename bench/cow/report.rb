@@ -74,7 +74,7 @@ module CowBench
         #{@summary.spread_markdown}
         ### Processes of the median run
 
-        #{@apps.map { |app| %w[herd herd-tuned pitchfork].map { |name| @summary.processes_markdown(name, app) }.join("\n") }.join("\n")}
+        #{@apps.map { |app| %w[herd herd-ruby-gc pitchfork pitchfork-gc].map { |name| @summary.processes_markdown(name, app) }.join("\n") }.join("\n")}
         ### Notes
 
         #{NOTES}

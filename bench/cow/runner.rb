@@ -3,6 +3,7 @@
 require "json"
 require "open3"
 require "rbconfig"
+require "herd/server/ruby_gc_defaults"
 require_relative "../http/server_process"
 require_relative "ab"
 require_relative "tree"
@@ -63,11 +64,12 @@ module CowBench
     private
 
     # One warmed process alone, and forks of it that served one request
-    # (bench/cow/floor.rb), in a fresh Ruby.
+    # (bench/cow/floor.rb), in a fresh Ruby with the GC settings herd gives
+    # its own processes.
     def floor(app, rep)
       argv = [RbConfig.ruby, File.join(__dir__, "floor.rb"), app.rackup, (@requests / WORKERS).to_s, WORKERS.to_s,
         [@more, 1].max.to_s]
-      out, err, status = Open3.capture3({"RACK_ENV" => "production"}, *argv, chdir: HttpBench::ROOT)
+      out, err, status = Open3.capture3({"RACK_ENV" => "production", **Herd::Server::RubyGCDefaults::DEFAULTS}, *argv, chdir: HttpBench::ROOT)
       return {app: app.name, rep: rep, error: err.lines.last(5).join} unless status.success?
 
       {app: app.name, rep: rep, **JSON.parse(out.lines.last, symbolize_names: true)}

@@ -83,6 +83,12 @@ module CowBench
       role: HERD_ROLE, log_check: HERD_LOG)
   end
 
+  # @param env [Array<String>] NAME=value settings for Ruby (read at its start)
+  def self.pitchfork(name, env: [])
+    server(name, gem: "pitchfork", config: "pitchfork.rb", role: PITCHFORK_ROLE,
+      argv: ->(app, _port, path) { (env.empty? ? [] : ["env", *env]) + %W[bundle exec pitchfork -c #{path} #{app}] })
+  end
+
   def self.puma(name, config, **options)
     server(name, gem: "puma", config: config, stop: "TERM", role: PUMA_ROLE,
       argv: ->(app, _port, path) { %W[bundle exec puma -C #{path} #{app}] }, **options)
@@ -90,9 +96,9 @@ module CowBench
 
   SERVERS = [
     herd("herd", "herd.rb"),
-    herd("herd-tuned", "herd_tuned.rb", env: %w[RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25]),
-    server("pitchfork", gem: "pitchfork", config: "pitchfork.rb", role: PITCHFORK_ROLE,
-      argv: ->(app, _port, path) { %W[bundle exec pitchfork -c #{path} #{app}] }),
+    herd("herd-ruby-gc", "herd_ruby_gc.rb", env: %w[RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.65]),
+    pitchfork("pitchfork"),
+    pitchfork("pitchfork-gc", env: %w[RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25]),
     puma("puma-fork_worker", "puma_fork_worker.rb", log_check: PUMA_LOG, log_generation: method(:puma_phase)),
     puma("puma", "puma.rb"),
     server("unicorn", gem: "unicorn", config: "unicorn.rb", role: UNICORN_ROLE,

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "rbconfig"
+require_relative "ruby_gc_defaults"
 
 module Herd
   module Server
@@ -15,6 +16,11 @@ module Herd
     # loaded before it loads the app ({.restore!}): RubyGems, `bundler/setup`
     # with the same Gemfile, the same `$LOAD_PATH` and `RUBYOPT`. Its copy is
     # shared with its workers, as before.
+    #
+    # The re-exec also gives the tree herd's Ruby GC settings
+    # ({RubyGCDefaults}), those the user did not set; Ruby reads them only
+    # at start. They leave ENV with the rest of the description, so the
+    # app's own subprocesses do not inherit them.
     #
     # Skipped (the monitor keeps what the command loaded) when
     # `HERD_LEAN_MONITOR=0` or `--no-lean-monitor` is given, with
@@ -33,6 +39,12 @@ module Herd
         # @return [Symbol, nil] :lean (this process was re-executed without
         #   RubyGems), :restored (it was, then put them back), nil (never re-executed)
         attr_reader :state
+
+        # @return [Hash{String => String}] the Ruby GC settings the re-exec
+        #   added ({RubyGCDefaults}); empty when it added none
+        def ruby_gc
+          @ruby_gc || {}
+        end
 
         # @return [Array<String>] gems of the bundle ("optparse 0.4.0") whose
         #   files this process had already loaded from Ruby's own library
@@ -65,6 +77,9 @@ module Herd
 
           @boot = Marshal.load(payload.unpack1("m0")) # rubocop:disable Security/MarshalLoad -- written by our own exec
           @boot[:rubyopt] ? env["RUBYOPT"] = @boot[:rubyopt] : env.delete("RUBYOPT")
+          # Ruby has read them by now; the command's environment had none.
+          @ruby_gc = @boot.fetch(:ruby_gc, {})
+          @ruby_gc.each_key { |name| env.delete(name) }
           @state = :lean
           true
         end
@@ -119,16 +134,17 @@ module Herd
         end
 
         def lean_env(env)
+          ruby_gc = RubyGCDefaults.missing(env)
           {
-            BOOT_ENV => [Marshal.dump(boot_description(env))].pack("m0"),
+            BOOT_ENV => [Marshal.dump(boot_description(env, ruby_gc))].pack("m0"),
             "RUBYOPT" => lean_rubyopt(env["RUBYOPT"])
-          }
+          }.merge(ruby_gc)
         end
 
-        def boot_description(env)
+        def boot_description(env, ruby_gc)
           bundler = defined?(::Bundler) && $LOADED_FEATURES.any? { |path| path.end_with?("/bundler/setup.rb") }
           {rubygems: true, bundler: bundler ? true : false, gemfile: env["BUNDLE_GEMFILE"],
-           rubyopt: env["RUBYOPT"], load_path: $LOAD_PATH.map(&:to_s)}
+           rubyopt: env["RUBYOPT"], load_path: $LOAD_PATH.map(&:to_s), ruby_gc: ruby_gc}
         end
 
         # RUBYOPT's words, `-r X` joined into one.

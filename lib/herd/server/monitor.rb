@@ -85,6 +85,11 @@ module Herd
         when :restored
           @log.info(ROLE, "the config file needs a gem: RubyGems and Bundler loaded in the monitor too")
         end
+        gc = LeanMonitor.ruby_gc
+        return if gc.empty?
+
+        @log.info(ROLE, "Ruby's GC: #{RubyGCDefaults.describe(gc)} for every process of the server " \
+          "(herd's default; set it in the environment to choose another value)")
       end
 
       # A subreaper lets the mold's double-forked workers become our children;
