@@ -58,7 +58,7 @@ module CowBench
         plus herd's monitor PSS (it never loads the app). "Floor from the unsealed process" is the same
         sum from the process before sealing, the floor as the issue words it ("one warmed process's PSS
         plus the idle cost of the extra processes"); both ratios are in the targets. `bench/cow/floor.rb`
-        measures it in a fresh Ruby every repetition. One more fork serves one request and runs one minor
+        measures it in a fresh Ruby every repetition, with herd's GC settings (`RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25`). One more fork serves one request and runs one minor
         GC: its USS then is what a fork's first GC copies (pages of malloc's heap, about one per Ruby heap page: the
         GC writes to every heap page's descriptor; docs/COPY_ON_WRITE.md). The last two
         columns are the same forks once each has served #{[@options[:more], 1].max} requests: what plain
@@ -108,8 +108,10 @@ module CowBench
         heap holds all the garbage its worker left, turned into a heap with no room for every
         worker). Compaction gathers the free slots into pages of their own, but Ruby 3.1 keeps
         those pages until more than 65% of the heap is free, and a worker fills them with its
-        garbage before its next GC. `herd-tuned` sets `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` so
-        that the GC releases them. Since d31bb89 a herd worker also collects between requests once
+        garbage before its next GC. Since e14ce73 herd runs its processes with
+        `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` unless it is set, so that the GC releases them
+        (`herd-ruby-gc` runs with Ruby's 0.65; before e14ce73 the variant with 0.25 was
+        `herd-tuned`). Since d31bb89 a herd worker also collects between requests once
         it has allocated 200,000 objects (`out_of_band_gc`, unless Ruby's own GC is due sooner), so
         its garbage stays in the pages it already copied.
       - The first mold of a reforking herd server gives malloc's free pages back without sealing
@@ -135,10 +137,11 @@ module CowBench
 
         - `herd`: `herd serve APP -c bench/cow/herd.rb` (`workers 4`, `refork_after [50, 100, 1000]`,
           and herd's defaults: `refork_max_unavailable 1`, `out_of_band_gc 200_000`);
-        - `herd-tuned`: the same with `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` in its environment
-          (`bench/cow/herd_tuned.rb`; a diagnosis variant, see the notes);
+        - `herd-ruby-gc`: the same with `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.65` in its environment,
+          Ruby's default, which herd otherwise lowers to 0.25 (`bench/cow/herd_ruby_gc.rb`);
         - `pitchfork`: `pitchfork -c bench/cow/pitchfork.rb APP` (`worker_processes 4`,
           `refork_after [50, 100, 1000]`, as its own benchmark's `examples/pitchfork.conf.minimal.rb`);
+        - `pitchfork-gc`: the same with `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25`, herd's setting;
         - `puma-fork_worker`: `puma -C bench/cow/puma_fork_worker.rb` (`workers 4`, `threads 1, 1`,
           `fork_worker 100`, `preload_app! false`: Puma 8 would otherwise also load the app in its master);
         - `puma`: `workers 4`, `threads 1, 1`, `preload_app!`;

@@ -10,6 +10,8 @@ class LeanMonitorTest < Herd::Test
   # The environment `bundle exec` gives the command (the test process may
   # not run under it): RUBYOPT loads bundler/setup, BUNDLE_GEMFILE names ours.
   BUNDLED = {"RUBYOPT" => "-rbundler/setup", "BUNDLE_GEMFILE" => File.join(Herd::Test::ROOT, "Gemfile")}.freeze
+  MAX_RATIO = "RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO"
+  GC_APP = "run ->(env) { [200, {}, [\"gc=\#{ENV[#{MAX_RATIO.inspect}].inspect}\"]] }\n"
 
   def teardown
     @server&.cleanup
@@ -47,7 +49,31 @@ class LeanMonitorTest < Herd::Test
     assert_nil LeanMonitor.send(:lean_env, {"RUBYOPT" => BUNDLER_RUBYOPT})["RUBYOPT"], "nothing left: unset"
   end
 
+  def test_herds_ruby_gc_defaults_fill_in_only_what_the_command_did_not_set
+    env = LeanMonitor.send(:lean_env, {"RUBYOPT" => BUNDLER_RUBYOPT})
+    assert_equal "0.25", env[MAX_RATIO]
+    boot = Marshal.load(env[LeanMonitor::BOOT_ENV].unpack1("m0")) # rubocop:disable Security/MarshalLoad
+    assert_equal({MAX_RATIO => "0.25"}, boot[:ruby_gc], "remembered, to be taken out of ENV after the exec")
+
+    env = LeanMonitor.send(:lean_env, {"RUBYOPT" => BUNDLER_RUBYOPT, MAX_RATIO => "0.5"})
+    refute env.key?(MAX_RATIO), "the user's value stays as it is"
+    boot = Marshal.load(env[LeanMonitor::BOOT_ENV].unpack1("m0")) # rubocop:disable Security/MarshalLoad
+    assert_empty boot[:ruby_gc]
+  end
+
   # --- the re-executed process -----------------------------------------
+
+  def test_adopt_takes_herds_gc_settings_out_of_env_once_ruby_has_read_them
+    result = in_child do
+      boot = {rubygems: true, bundler: false, gemfile: nil, rubyopt: nil, load_path: [], ruby_gc: {MAX_RATIO => "0.25"}}
+      env = {LeanMonitor::BOOT_ENV => [Marshal.dump(boot)].pack("m0"), MAX_RATIO => "0.25", "OTHER" => "1"}
+      LeanMonitor.adopt!(env: env)
+      [env, LeanMonitor.ruby_gc]
+    end
+    env, ruby_gc = result
+    assert_equal({"OTHER" => "1"}, env)
+    assert_equal({MAX_RATIO => "0.25"}, ruby_gc)
+  end
 
   def test_adopt_takes_the_description_out_of_env_and_restore_puts_the_load_path_back
     result = in_child do
@@ -95,6 +121,21 @@ class LeanMonitorTest < Herd::Test
     environ = File.binread("/proc/#{@server.pid}/environ").split("\0")
     assert environ.any? { |entry| entry.start_with?("#{LeanMonitor::BOOT_ENV}=") }, "the monitor was re-executed"
     refute_includes environ, "RUBYOPT=-rbundler/setup", "the monitor started without bundler/setup"
+  end
+
+  def test_the_whole_tree_runs_with_herds_gc_default_and_the_app_does_not_pass_it_on
+    @server = Herd::ServerHarness.new(app: GC_APP, args: ["-w", "1"], env: BUNDLED.merge(MAX_RATIO => nil))
+    @server.wait_for(/monitor: Ruby's GC: #{MAX_RATIO}=0\.25 for every process of the server/)
+    assert_equal "gc=nil", @server.get("/").split("\r\n\r\n", 2).last
+    environ = File.binread("/proc/#{@server.pid}/environ").split("\0")
+    assert_includes environ, "#{MAX_RATIO}=0.25", "Ruby read it at the exec"
+  end
+
+  def test_a_gc_setting_of_the_user_wins_over_herds_default
+    @server = Herd::ServerHarness.new(app: GC_APP, args: ["-w", "1"], env: BUNDLED.merge(MAX_RATIO => "0.5"))
+    assert_equal "gc=\"0.5\"", @server.get("/").split("\r\n\r\n", 2).last
+    assert_includes File.binread("/proc/#{@server.pid}/environ").split("\0"), "#{MAX_RATIO}=0.5"
+    refute @server.lines.any? { |line| line.include?("Ruby's GC") }, @server.lines.join
   end
 
   def test_herd_lean_monitor_0_keeps_the_monitor_as_started
