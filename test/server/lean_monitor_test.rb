@@ -125,7 +125,7 @@ class LeanMonitorTest < Herd::Test
 
   def test_the_whole_tree_runs_with_herds_gc_default_and_the_app_does_not_pass_it_on
     @server = Herd::ServerHarness.new(app: GC_APP, args: ["-w", "1"], env: BUNDLED.merge(MAX_RATIO => nil))
-    @server.wait_for(/monitor: Ruby's GC: #{MAX_RATIO}=0\.25 for every process of the server/)
+    @server.wait_for(/monitor: Ruby's GC: #{MAX_RATIO}=0\.25 for every process of the server/o)
     assert_equal "gc=nil", @server.get("/").split("\r\n\r\n", 2).last
     environ = File.binread("/proc/#{@server.pid}/environ").split("\0")
     assert_includes environ, "#{MAX_RATIO}=0.25", "Ruby read it at the exec"
