@@ -11,10 +11,13 @@ module Herd
     # RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25 (Ruby's default 0.65): Ruby
     # 3.1 frees heap pages only once more than that share of the heap is
     # free, so the slack of the boot's last heap growth, and the pages a
-    # promoted mold's compaction empties, stay resident in every mold.
-    # bench/cow: 10-12 MiB less Σ PSS on each app (constant 227.8 -> 217.0,
-    # lazy 188.9 -> 177.1); bench/cow/gc_ratio_cpu.rb found no CPU cost (the
-    # same GC count, and less GC time where the heap is larger: fewer pages
+    # promoted mold's compaction empties, stay resident in every mold, and
+    # a worker keeps the pages its garbage grew. bench/cow at e14ce73: the
+    # lazily memoizing app once serving 243.2 -> 223.4 MiB (Pitchfork with
+    # the same setting 569 -> 424); the apps that allocate little after
+    # their warm-up +1.2 and +1.4 MiB, inside the ±5 MiB that malloc's
+    # layout moves them. bench/cow/gc_ratio_cpu.rb found no CPU cost: the
+    # same GC count, and less GC time where the heap is larger (fewer pages
     # to sweep).
     module RubyGCDefaults
       DEFAULTS = {"RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.25"}.freeze
