@@ -12,10 +12,10 @@ module Herd
     # 3.1 frees heap pages only once more than that share of the heap is
     # free, so the slack of the boot's last heap growth, and the pages a
     # promoted mold's compaction empties, stay resident in every mold, and
-    # a worker keeps the pages its garbage grew. bench/cow at e14ce73: the
-    # lazily memoizing app once serving 243.2 -> 223.4 MiB (Pitchfork with
-    # the same setting 569 -> 424); the apps that allocate little after
-    # their warm-up +1.2 and +1.4 MiB, inside the ±5 MiB that malloc's
+    # a worker keeps the pages its garbage grew. bench/cow at 0d77d49: the
+    # lazily memoizing app once serving 242.9 -> 223.4 MiB (Pitchfork with
+    # the same setting 570 -> 402); the apps that allocate little after
+    # their warm-up +1.1 and +1.5 MiB, inside the ±5 MiB that malloc's
     # layout moves them. bench/cow/gc_ratio_cpu.rb found no CPU cost: the
     # same GC count, and less GC time where the heap is larger (fewer pages
     # to sweep).
