@@ -15,10 +15,9 @@
 $stdout.sync = true
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
 require "fiddle"
-require "rack"
-require "rack/mock"
 require "herd/heap"
 require "herd/memory"
+require_relative "in_process"
 
 app_path = ARGV[0] || File.join(__dir__, "constant_caches.ru")
 pregrow = ARGV[1] && Integer(ARGV[1])
@@ -35,9 +34,8 @@ if pregrow
   placeholders = nil # standard:disable Lint/UselessAssignment
   GC.enable
 end
-app = Rack::Builder.parse_file(app_path)
-app = app.first if app.is_a?(Array)
-3.times { app.call(Rack::MockRequest.env_for("/")) }
+serve = CowBench::InProcess.server(app_path)
+3.times { serve.call }
 kept = nil # standard:disable Lint/UselessAssignment
 GC.start
 puts "booted: #{GC.stat(:heap_allocated_pages)} heap pages, #{GC.stat(:count)} GCs"

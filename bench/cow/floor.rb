@@ -21,23 +21,16 @@
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
 require "io/wait"
 require "json"
-require "rack"
-require "rack/mock"
 require "herd/heap"
 require "herd/memory"
+require_relative "in_process"
 
 app_path, requests, forks, serving = ARGV
 requests = Integer(requests)
 forks = Integer(forks)
 serving = Integer(serving)
 
-app = Rack::Builder.parse_file(app_path)
-app = app.first if app.is_a?(Array) # Rack 2 returns [app, options]
-serve = -> {
-  _status, _headers, body = app.call(Rack::MockRequest.env_for("/"))
-  body.each { |_chunk| }
-  body.close if body.respond_to?(:close)
-}
+serve = CowBench::InProcess.server(app_path)
 
 started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 requests.times { serve.call }

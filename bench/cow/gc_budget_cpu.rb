@@ -13,22 +13,14 @@
 # minimum per budget: CPU time on a shared VM is noisy.
 $stdout.sync = true
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
-require "rack"
-require "rack/mock"
 require "herd/heap"
 require "herd/server/out_of_band_gc"
+require_relative "in_process"
 
 app_path = ARGV[0] || File.join(__dir__, "lazy_caches.ru")
 rounds = Integer(ARGV[1] || 3)
 REQUESTS = 250
-app = Rack::Builder.parse_file(app_path)
-app = app.first if app.is_a?(Array)
-env = Rack::MockRequest.env_for("/")
-serve = -> {
-  _status, _headers, body = app.call(env.dup)
-  body.each { |_chunk| }
-  body.close if body.respond_to?(:close)
-}
+serve = CowBench::InProcess.server(app_path)
 60.times { serve.call }
 Herd::Heap.prepare(seal_malloc: true, compact: true)
 

@@ -22,21 +22,13 @@ RATIOS = [nil, "0.25"].freeze # nil: Ruby's default (0.65)
 
 if ENV["HERD_GC_RATIO_SAMPLE"]
   $LOAD_PATH.unshift File.join(ROOT, "lib")
-  require "rack"
-  require "rack/mock"
   require "herd/heap"
   require "herd/server/out_of_band_gc"
+  require_relative "in_process"
 
   app_path, path = ARGV.fetch(0).split(":", 2)
   requests = Integer(ARGV.fetch(1))
-  app = Rack::Builder.parse_file(app_path)
-  app = app.first if app.is_a?(Array)
-  env = Rack::MockRequest.env_for(path || "/")
-  serve = -> {
-    _status, _headers, body = app.call(env.dup)
-    body.each { |_chunk| }
-    body.close if body.respond_to?(:close)
-  }
+  serve = CowBench::InProcess.server(app_path, path || "/")
   60.times { serve.call }
   Herd::Heap.prepare(seal_malloc: true, compact: true)
   reader, writer = IO.pipe
