@@ -26,6 +26,8 @@ module Herd
       DEFAULT_OBJECTS = 200_000
       # Ruby <= 3.3 counts the pages it may still add before its next GC.
       SLOTS_PER_PAGE = GC::INTERNAL_CONSTANTS.fetch(:HEAP_PAGE_OBJ_LIMIT, 409)
+      # The key GC.stat has for them on this Ruby.
+      ALLOCATABLE_KEY = GC.stat.key?(:heap_allocatable_slots) ? :heap_allocatable_slots : :heap_allocatable_pages
 
       # @return [Integer] GCs run so far
       attr_reader :runs
@@ -60,9 +62,13 @@ module Herd
       # Objects Ruby lets in before its own next GC: free slots, and the
       # slots of the pages it may still add (Ruby 3.4 counts those in
       # slots, earlier versions in pages).
+      # (One key at a time: GC.stat without one builds a Hash of 40 entries,
+      # and while room stays short this runs after every request.)
       def room
-        stat = @gc.stat
-        stat[:heap_free_slots] + stat.fetch(:heap_allocatable_slots) { stat.fetch(:heap_allocatable_pages, 0) * SLOTS_PER_PAGE }
+        free = @gc.stat(:heap_free_slots)
+        return free + @gc.stat(:heap_allocatable_slots) if ALLOCATABLE_KEY == :heap_allocatable_slots
+
+        free + @gc.stat(:heap_allocatable_pages) * SLOTS_PER_PAGE
       end
 
       def remember

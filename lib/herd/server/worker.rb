@@ -85,10 +85,10 @@ module Herd
       # without another IO.select, until there is none or we must stop.
       def accept(listener)
         until @stopping
-          client, address = listener.accept
+          client, remote = listener.accept
           return unless client
 
-          serve_client(client, address, listener)
+          serve_client(client, remote, listener)
           read_link_now_and_then
         end
       end
@@ -103,8 +103,7 @@ module Herd
         read_link
       end
 
-      def serve_client(client, address, listener)
-        remote = address&.ip? ? address.ip_address : "127.0.0.1"
+      def serve_client(client, remote, listener)
         exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
           server_port: listener.port_string, url_scheme: "http", on_request: @on_request)
         @info.requests += 1
