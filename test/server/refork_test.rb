@@ -43,6 +43,28 @@ class ServerReforkTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
+  # Herd.close_all_ios! in the hooks, as docs/FORK_SAFETY.md suggests,
+  # closes the app's inherited descriptors, never the server's own (links,
+  # listeners, the log), in the first mold, a promoted one and workers.
+  def test_close_all_ios_in_the_hooks_spares_the_servers_own_descriptors
+    app = <<~RUBY
+      APP_FILE = File.open(__FILE__)
+      run ->(env) { [200, {}, ["app file closed: \#{APP_FILE.closed?}\n"]] }
+    RUBY
+    config = <<~RUBY
+      workers 1
+      after_mold_fork { |*| Herd.close_all_ios! }
+      after_worker_fork { |*| Herd.close_all_ios! }
+    RUBY
+    serve(app: app, config: config)
+    assert_match(/app file closed: true/, @server.get("/"))
+    refork_to(1)
+    assert_match(/app file closed: true/, @server.get("/"))
+    refork_to(2)
+    assert_match(/app file closed: true/, @server.get("/"))
+    refute(@server.lines.any? { |line| line.match?(/crashed|failed|closed stream/) }, @server.lines.join)
+  end
+
   def test_herd_refork_asks_a_running_monitor
     serve(args: ["-w", "1"])
     out, err, status = herd_cli("refork", @server.pid.to_s)

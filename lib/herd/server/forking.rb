@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../fork_hook"
+require_relative "../fork_safety"
 require_relative "../linux"
 
 module Herd
@@ -32,6 +33,14 @@ module Herd
         end
         Process.wait(middle)
         nil
+      end
+
+      # Marks the server's own descriptors (links, listeners, the log) as
+      # kept, so that an app calling Herd.close_all_ios! in a hook closes
+      # only its own.
+      # @param ios [Array<IO, Object, nil>] anything not an open IO is skipped
+      def keep_own(*ios)
+        ios.each { |io| ForkSafety.keep_io(io) if io.is_a?(IO) && !io.closed? }
       end
 
       # @return [Integer] the child's pid

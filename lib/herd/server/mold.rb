@@ -85,6 +85,7 @@ module Herd
         trap("INT") { exit!(0) }
         trap("QUIT") { exit!(0) }
         %w[TTIN TTOU USR2 HUP].each { |name| trap(name, "DEFAULT") }
+        Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io)
         @link.send_message([:hello, Process.pid, nil, @info.generation])
         boot
         @link.send_message([:ready])

@@ -34,6 +34,7 @@ module Herd
         title
         adopted_by_monitor
         trap_signals
+        Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io)
         # First, so that the monitor can kill us if what follows hangs.
         @link.send_message([:hello, Process.pid, @info.number, @info.generation])
         ForkSafety.on_unsafe { |reason| @link.send_message([:fork_unsafe, reason]) }
