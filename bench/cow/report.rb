@@ -123,6 +123,10 @@ module CowBench
         the boot): herd on the constant-cache app measured 223.5 MiB at 2aa8ea4 and 227.8 at
         8029b67, which changed only the log's timestamp formatting and a warning; perturbing the
         layout by hand gave 219–233 MiB (docs/COPY_ON_WRITE.md, "Where the holes fall").
+      - Since be1c3a1 a worker leaves no C-memory garbage per look at its link to the monitor
+        (`recvmsg` allocated 68 KiB each time) and no `Addrinfo` per connection: the mold promoted
+        from such a worker no longer carries that garbage as holes (constant-cache app 221.2 ->
+        215.0 MiB, measuring 244.7 -> 236.6).
       - The `lazy` app allocates on every request (about 30,000 objects: 5,000 strings and a pair
         per entry of a 20,000-entry Hash#count), so its workers' private memory grows with the
         requests they serve until they collect; the constant-cache app allocates almost nothing
