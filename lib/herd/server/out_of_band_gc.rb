@@ -26,8 +26,9 @@ module Herd
       DEFAULT_OBJECTS = 200_000
       # Ruby <= 3.3 counts the pages it may still add before its next GC.
       SLOTS_PER_PAGE = GC::INTERNAL_CONSTANTS.fetch(:HEAP_PAGE_OBJ_LIMIT, 409)
-      # The key GC.stat has for them on this Ruby.
-      ALLOCATABLE_KEY = GC.stat.key?(:heap_allocatable_slots) ? :heap_allocatable_slots : :heap_allocatable_pages
+      # How this Ruby's GC.stat counts them, and in how many slots each.
+      ALLOCATABLE_KEY, ALLOCATABLE_UNIT =
+        GC.stat.key?(:heap_allocatable_slots) ? [:heap_allocatable_slots, 1] : [:heap_allocatable_pages, SLOTS_PER_PAGE]
 
       # @return [Integer] GCs run so far
       attr_reader :runs
@@ -65,10 +66,7 @@ module Herd
       # (One key at a time: GC.stat without one builds a Hash of 40 entries,
       # and while room stays short this runs after every request.)
       def room
-        free = @gc.stat(:heap_free_slots)
-        return free + @gc.stat(:heap_allocatable_slots) if ALLOCATABLE_KEY == :heap_allocatable_slots
-
-        free + @gc.stat(:heap_allocatable_pages) * SLOTS_PER_PAGE
+        @gc.stat(:heap_free_slots) + @gc.stat(ALLOCATABLE_KEY) * ALLOCATABLE_UNIT
       end
 
       def remember
