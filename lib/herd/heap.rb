@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "malloc"
+require_relative "page_descriptors"
 
 module Herd
   # Prepares the Ruby heap so that a fork keeps its pages shared.
@@ -30,14 +31,16 @@ module Herd
     #   @return [Malloc::Sealed, nil] what `seal_malloc:` did
     # @!attribute trimmed
     #   @return [Boolean] whether `trim_malloc:` gave malloc's free pages back
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :sealed, :trimmed, :duration,
+    # @!attribute packed
+    #   @return [PageDescriptors::Packed, nil] what `pack_descriptors:` did
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :sealed, :trimmed, :packed, :duration,
       :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
         format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
           strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "",
           filled.to_i.positive? ? " + #{filled} free slots filled" : "",
-          young_before, young_after, old_before, old_after, malloc_summary, duration * 1000)
+          young_before, young_after, old_before, old_after, "#{packed_summary}#{malloc_summary}", duration * 1000)
       end
 
       # Keeps the objects that fill free slots alive as long as this report:
@@ -50,6 +53,12 @@ module Herd
 
       private
 
+      # Silent where packing does not apply (another Ruby, another malloc).
+      def packed_summary
+        applies = packed && (packed.packed? || PageDescriptors.unsupported.nil?)
+        applies ? "; #{packed}" : ""
+      end
+
       def malloc_summary
         return "; #{sealed}" if sealed
 
@@ -58,7 +67,7 @@ module Herd
     end
 
     # The keywords of {Heap.prepare}.
-    OPTIONS = %i[compact warmup fill_free_slots seal_malloc trim_malloc max_gc_runs young_ratio].freeze
+    OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio].freeze
 
     # Stop promoting once young objects are at most this share of live ones.
     DEFAULT_YOUNG_RATIO = 0.01
@@ -81,6 +90,10 @@ module Herd
       #   first allocations otherwise land in free slots scattered over
       #   shared pages and copy a page each; filled, they go to fresh pages
       #   of the child's own. Hold the report while the children live.
+      # @param pack_descriptors [Boolean] move the GC's page descriptors
+      #   next to each other ({PageDescriptors.pack}; Ruby 3.1 with glibc
+      #   only): a child's first GC then copies a few hundred KiB of them
+      #   instead of one 4 KiB page per object page
       # @param seal_malloc [Boolean] last, take every free chunk of glibc's
       #   malloc for good ({Malloc.seal_free_chunks}): a child's mallocs
       #   otherwise reuse them and copy the shared pages they lie in
@@ -92,8 +105,8 @@ module Herd
       #   the next template is as compact as a process warmed in one go, where
       #   after sealing they would all land in fresh memory
       # @return [Report]
-      def prepare(compact: false, warmup: true, fill_free_slots: false, seal_malloc: false, trim_malloc: false,
-        max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
+      def prepare(compact: false, warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
+        trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
         started = clock
         before = census
         with_gc_enabled do
@@ -102,11 +115,16 @@ module Herd
           else
             promote_and_compact(compact, max_gc_runs, young_ratio)
           end
+          # After the GCs (which may free pages and their descriptors),
+          # before filling free slots (packing needs a few) and sealing
+          # (which then takes the old descriptors' chunks). A heap left as
+          # it was needs no second look.
+          packed = PageDescriptors.pack if pack_descriptors && strategy != :none
           fillers = fill_free_slots ? fill : []
           runs += promote(max_gc_runs, young_ratio) unless fillers.empty?
           sealed = Malloc.seal_free_chunks if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
-          report(strategy, runs, compacted, fillers.size, sealed, trimmed, started, before).retain(fillers)
+          report(strategy, runs, compacted, fillers.size, sealed, trimmed, packed, started, before).retain(fillers)
         end
       end
 
@@ -186,10 +204,10 @@ module Herd
         GC.disable if was_disabled
       end
 
-      def report(strategy, runs, compacted, filled, sealed, trimmed, started, before)
+      def report(strategy, runs, compacted, filled, sealed, trimmed, packed, started, before)
         after = census
         Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, sealed: sealed,
-          trimmed: trimmed ? true : false,
+          trimmed: trimmed ? true : false, packed: packed,
           duration: clock - started,
           young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])
       end

@@ -68,19 +68,47 @@ module Herd
       def seal_free_chunks
         return NOTHING unless available?
 
-        limit = functions[:sbrk].call(0) - TOP_SLACK
         chunks = bytes = released = 0
-        [SPLIT_SIZES, CACHED_SIZES].each do |sizes|
-          sizes.each do |size|
-            while chunks < MAX_CHUNKS && (address = take(size, limit))
-              chunks += 1
-              bytes += size
-              released += release_inside(address, size)
-            end
-          end
+        take_free_chunks do |address, size|
+          chunks += 1
+          bytes += size
+          released += release_inside(address, size)
         end
         trim
         Sealed.new(chunks: chunks, bytes: bytes, released: released)
+      end
+
+      # Runs the block while every free chunk of the main arena is taken, so
+      # that what the block mallocs comes from fresh memory, in address
+      # order, next to each other; then gives the chunks back. For
+      # allocations that are written together later and should share as
+      # few pages as possible ({PageDescriptors.pack}).
+      # @yield with nothing taken where malloc is not glibc's
+      # @return the block's value
+      def from_fresh_memory
+        return yield unless available?
+
+        taken = []
+        take_free_chunks { |address, _size| taken << address }
+        begin
+          yield
+        ensure
+          taken.each { |address| functions[:free].call(address) }
+        end
+      end
+
+      # @return [Integer, nil] malloc'd address of `size` bytes (the process's
+      #   own malloc, as Ruby's), nil if unavailable or out of memory
+      def allocate(size)
+        return nil unless available?
+
+        address = functions[:malloc].call(size)
+        address.zero? ? nil : address
+      end
+
+      # Frees what {.allocate} returned (or anything malloc'd).
+      def release(address)
+        functions[:free].call(address) if available?
       end
 
       # Gives the free pages of malloc's heap back to the kernel
@@ -91,6 +119,20 @@ module Herd
       end
 
       private
+
+      # Yields (address, size) for every free chunk taken below the top, largest requests first.
+      def take_free_chunks
+        limit = functions[:sbrk].call(0) - TOP_SLACK
+        chunks = 0
+        [SPLIT_SIZES, CACHED_SIZES].each do |sizes|
+          sizes.each do |size|
+            while chunks < MAX_CHUNKS && (address = take(size, limit))
+              chunks += 1
+              yield address, size
+            end
+          end
+        end
+      end
 
       # @return [Integer, nil] the address of a free chunk for `size` bytes,
       #   nil when malloc had none left below the top
@@ -128,8 +170,10 @@ module Herd
 
         address = Fiddle::TYPE_UINTPTR_T
         {
-          malloc: Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], address),
-          free: Fiddle::Function.new(libc["free"], [address], Fiddle::TYPE_VOID),
+          # With the GVL held: a malloc that lets other threads run might
+          # let them allocate objects in the middle of PageDescriptors.pack.
+          malloc: Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], address, need_gvl: true),
+          free: Fiddle::Function.new(libc["free"], [address], Fiddle::TYPE_VOID, need_gvl: true),
           malloc_trim: Fiddle::Function.new(libc["malloc_trim"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_INT),
           sbrk: Fiddle::Function.new(libc["sbrk"], [Fiddle::TYPE_INTPTR_T], address),
           madvise: Fiddle::Function.new(libc["madvise"], [address, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
