@@ -3,9 +3,11 @@
 # Where a fork's first GC writes (docs/COPY_ON_WRITE.md, "GC metadata"):
 #
 #   bundle exec ruby bench/cow/first_gc.rb [APP.ru] [PREGROW_PAGES]
+#   PACK=0 bundle exec ruby bench/cow/first_gc.rb   # without packing descriptors
 #
 # Loads the app (bench/cow/constant_caches.ru by default), serves 3 requests,
-# prepares the heap as herd's mold does, forks, runs one minor GC in the
+# prepares the heap as herd's mold does (packing the GC's page descriptors,
+# then sealing malloc's free chunks), forks, runs one minor GC in the
 # child and compares the child's /proc/self/pagemap over malloc's [heap]
 # before and after: every page whose frame changed was copied. Pages that lie
 # in a Ruby object page are counted apart. With PREGROW_PAGES, the heap is
@@ -16,6 +18,7 @@ $stdout.sync = true
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
 require "fiddle"
 require "herd/heap"
+require "herd/page_descriptors"
 require "herd/memory"
 require_relative "in_process"
 
@@ -39,7 +42,9 @@ serve = CowBench::InProcess.server(app_path)
 kept = nil # standard:disable Lint/UselessAssignment
 GC.start
 puts "booted: #{GC.stat(:heap_allocated_pages)} heap pages, #{GC.stat(:count)} GCs"
-puts Herd::Heap.prepare(seal_malloc: true)
+puts Herd::Heap.prepare(pack_descriptors: false)
+puts Herd::PageDescriptors.pack unless ENV["PACK"] == "0"
+puts Herd::Malloc.seal_free_chunks
 sample = Herd::Memory.sample
 puts format("process: RSS %.1f MiB, PSS %.1f MiB", sample.rss / 1048576.0, sample.pss / 1048576.0)
 
