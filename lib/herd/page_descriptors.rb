@@ -15,10 +15,10 @@ module Herd
   # heap grows, between everything else the program mallocs. Each ends up
   # alone in a 4 KiB page of long-lived data, and every GC writes every one
   # of them: a worker's first GC copies one 4 KiB page per object page
-  # (bench/cow's constant-cache app: 2,640 pages, 10.3 MiB, in every
+  # (bench/cow's constant-cache app: 2,835 pages, 11.1 MiB, in every
   # worker; `bench/cow/first_gc.rb`). {.pack} moves them into fresh memory,
-  # next to each other (2,758 descriptors in 246 pages), and repoints what
-  # pointed at them. Ruby frees them as before when it frees a page.
+  # next to each other (about 2,760 descriptors in 246 pages; the first GC
+  # then copies 1.5 MiB), and repoints what pointed at them. Ruby frees them as before when it frees a page.
   #
   # This rewrites the GC's own structures, so it is done only where their
   # layout is known and checks out: CRuby 3.1 (64-bit, stock GC constants)
