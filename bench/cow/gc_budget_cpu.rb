@@ -9,10 +9,17 @@
 # prepares the heap as a promoted mold does, then for each budget (false,
 # 200,000, 100,000, 50,000; ROUNDS times, default 3, interleaved) forks a
 # child that serves 250 requests in-process, collecting between requests as
-# a worker does, and prints its CPU time per request and GC count. Read the
-# minimum per budget: CPU time on a shared VM is noisy.
+# a worker does, and prints its CPU time per request, GC count and GC time
+# per request. Read the GC time, and the minimum CPU per budget: CPU time on
+# a shared VM is noisy (the same child varies by up to 2x), GC time much less.
+#
+# Runs under herd's GC settings, as `herd serve` runs its workers
+# (Herd::Server::RubyGCDefaults; a variable set in the environment wins).
 $stdout.sync = true
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
+require "herd/server/ruby_gc_defaults"
+missing = Herd::Server::RubyGCDefaults.missing(ENV)
+exec(missing, RbConfig.ruby, __FILE__, *ARGV) unless missing.empty?
 require "herd/heap"
 require "herd/server/out_of_band_gc"
 require_relative "in_process"
@@ -32,13 +39,14 @@ cpu = -> { Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) }
     gc = Herd::Server::OutOfBandGC.new(budget) if budget
     started = cpu.call
     count = GC.count
+    gc_time = GC.stat(:time) # ms, Ruby >= 3.1
     REQUESTS.times do
       serve.call
       gc&.between_requests
     end
     per_request = (cpu.call - started) * 1000 / REQUESTS
-    writer.puts format("out_of_band_gc %-7s %6.2f ms CPU per request, %3d GCs in %d requests", budget, per_request,
-      GC.count - count, REQUESTS)
+    writer.puts format("out_of_band_gc %-7s %6.2f ms CPU per request, %3d GCs in %d requests, %5.2f ms GC per request",
+      budget, per_request, GC.count - count, REQUESTS, (GC.stat(:time) - gc_time).fdiv(REQUESTS))
     exit!(0)
   end
   writer.close
