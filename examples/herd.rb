@@ -10,7 +10,7 @@ spawn_timeout 30    # a mold or worker not ready within this: killed and retried
 shutdown_timeout 30 # QUIT/TERM wait this long for requests in flight
 
 prepare_heap true   # or prepare_heap compact: true
-out_of_band_gc 200_000 # a worker's minor GC between requests after this many allocations; false: Ruby decides
+out_of_band_gc 100_000 # a worker's minor GC between requests after this many allocations; false: Ruby decides
 http max_body: 50 * 1024 * 1024, read_timeout: 30
 
 before_fork do |server, worker|

@@ -113,7 +113,7 @@ class OutOfBandGCTest < Herd::Test
   def test_a_bad_budget_is_a_one_line_config_error
     @server = Herd::ServerHarness.new(config: "out_of_band_gc 0\n")
     assert_equal 1, @server.wait.exitstatus
-    assert_equal ["herd: out_of_band_gc must be false or a number of allocations > 0, e.g. 200_000; got 0\n"], @server.lines
+    assert_equal ["herd: out_of_band_gc must be false or a number of allocations > 0, e.g. 100_000; got 0\n"], @server.lines
   ensure
     @server&.cleanup
   end

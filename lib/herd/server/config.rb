@@ -75,7 +75,7 @@ module Herd
         whole(:refork_max_unavailable, @refork_max_unavailable, 1)
         budget = @out_of_band_gc == false || (@out_of_band_gc.is_a?(Integer) && @out_of_band_gc.positive?)
         unless budget
-          raise ConfigError, "out_of_band_gc must be false or a number of allocations > 0, e.g. 200_000; got #{@out_of_band_gc.inspect}"
+          raise ConfigError, "out_of_band_gc must be false or a number of allocations > 0, e.g. 100_000; got #{@out_of_band_gc.inspect}"
         end
         validate_prepare_heap
         if @app.nil? && !File.file?(@rackup)
@@ -163,7 +163,7 @@ module Herd
 
         # A worker runs a minor GC between requests once it has allocated
         # this many objects since its last GC, unless Ruby's own is due
-        # sooner (default 200_000); false leaves GC timing to Ruby alone.
+        # sooner (default 100_000); false leaves GC timing to Ruby alone.
         # See Herd::Server::OutOfBandGC.
         def out_of_band_gc(objects)
           @config.out_of_band_gc = objects

@@ -12,18 +12,22 @@ module Herd
     # packed at the end of the heap by compaction): every worker then copies
     # tens of MiB of them before its first GC. Collecting after a fixed
     # number of allocations keeps a worker's garbage in the pages it already
-    # copied (bench/cow, lazy app: 34 -> 8 MiB private per worker with
-    # 50,000). When fewer free slots than that remain, Ruby's own GC is due
+    # copied (bench/cow, lazy app: 34 -> 7 MiB private per worker with
+    # 100,000). When fewer free slots than that remain, Ruby's own GC is due
     # soon anyway and nothing is done: an app that allocates little never
     # pays for a GC it would not have run. (Room counts free slots and
     # the pages Ruby may still add without a GC: garbage in new pages is
     # no copy, but it is memory all the same.)
     class OutOfBandGC
-      # Allocations between two GCs by default: at most about 8 MiB of
-      # garbage slots per worker, at most one GC every few requests of the
-      # most allocating app we measured (bench/cow's lazy app: 30,000
-      # objects, 16 ms per request; a minor GC of its heap takes 7 ms).
-      DEFAULT_OBJECTS = 200_000
+      # Allocations between two GCs by default: about 4 MiB of garbage
+      # slots per worker (5 with the request that crosses the budget). On
+      # the most allocating app we measured (bench/cow's lazy app: 30,000
+      # objects and 7 ms of CPU per request) that is a GC every 3 requests,
+      # 0.8 ms of GC per request against 0.55 with 200,000 and 0.35 under
+      # Ruby's own timing (bench/cow/gc_budget_cpu.rb), for 3-5 MiB less per
+      # worker than 200,000 (bench/cow/gc_budget.sh: Σ PSS once serving
+      # 203-212 -> 190 MiB). 50,000 saves 3 MiB more for another 0.5 ms.
+      DEFAULT_OBJECTS = 100_000
       # Ruby <= 3.3 counts the pages it may still add before its next GC.
       SLOTS_PER_PAGE = GC::INTERNAL_CONSTANTS.fetch(:HEAP_PAGE_OBJ_LIMIT, 409)
       # How this Ruby's GC.stat counts them, and in how many slots each.
