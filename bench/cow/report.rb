@@ -112,7 +112,7 @@ module CowBench
         `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25` unless it is set, so that the GC releases them
         (`herd-ruby-gc` runs with Ruby's 0.65; before e14ce73 the variant with 0.25 was
         `herd-tuned`). Since d31bb89 a herd worker also collects between requests once
-        it has allocated 200,000 objects (`out_of_band_gc`, unless Ruby's own GC is due sooner), so
+        it has allocated 100,000 objects (`out_of_band_gc`, 200,000 before d2a86f9, unless Ruby's own GC is due sooner), so
         its garbage stays in the pages it already copied.
       - The first mold of a reforking herd server gives malloc's free pages back without sealing
         the chunks (since 3199c1f): its workers' warm-up mallocs fill the boot's holes, and the
@@ -140,7 +140,7 @@ module CowBench
         Servers (config files in `bench/cow/`):
 
         - `herd`: `herd serve APP -c bench/cow/herd.rb` (`workers 4`, `refork_after [50, 100, 1000]`,
-          and herd's defaults: `refork_max_unavailable 1`, `out_of_band_gc 200_000`);
+          and herd's defaults: `refork_max_unavailable 1`, `out_of_band_gc 100_000`);
         - `herd-ruby-gc`: the same with `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.65` in its environment,
           Ruby's default, which herd otherwise lowers to 0.25 (`bench/cow/herd_ruby_gc.rb`);
         - `pitchfork`: `pitchfork -c bench/cow/pitchfork.rb APP` (`worker_processes 4`,
