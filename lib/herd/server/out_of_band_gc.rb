@@ -22,7 +22,7 @@ module Herd
       # Allocations between two GCs by default: about 4 MiB of garbage
       # slots per worker (5 with the request that crosses the budget). On
       # the most allocating app we measured (bench/cow's lazy app: 30,000
-      # objects and 7 ms of CPU per request) that is a GC every 3 requests,
+      # objects and 7 ms of CPU per request) that is a GC every 4 requests,
       # 0.8 ms of GC per request against 0.55 with 200,000 and 0.35 under
       # Ruby's own timing (bench/cow/gc_budget_cpu.rb), for 3-5 MiB less per
       # worker than 200,000 (bench/cow/gc_budget.sh: Σ PSS once serving
