@@ -138,12 +138,68 @@ class ServerReforkTest < Herd::Test
     end
   end
 
-  def test_quit_during_a_refork_stops_cleanly
-    serve(args: ["-w", "2"])
+  # The mold of generation 1 hangs in its hook: the monitor kills it at
+  # spawn_timeout, generation 0 keeps serving, and refork_after tries again
+  # after the back-off, on its own.
+  def test_a_new_mold_that_hangs_while_booting_is_killed_and_the_refork_retried
+    config = <<~RUBY
+      workers 1
+      spawn_timeout 2
+      refork_after [1]
+      after_mold_fork { |server, mold| sleep if mold.generation == 1 }
+    RUBY
+    serve(config: config)
+    @server.get("/")
+    @server.wait_for(/refork \(1 requests\): promoting worker 0 \(gen 0\)/)
+    @server.wait_for(/mold \(gen 1\), pid \d+ was not ready within spawn_timeout \(2s\); killing it/)
+    @server.wait_for(/refork to generation 1 failed \(.+\); generation 0 keeps serving; next attempt in/)
+    assert_match(/200/, @server.get("/").lines.first)
+    @server.wait_for(/mold \(gen 2\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
+  end
+
+  # A worker chosen for promotion that stops being fork safe before it reads
+  # the order (here: in the request it is serving) refuses it; the monitor
+  # never asks it again and promotes another worker.
+  def test_a_worker_that_refuses_promotion_is_passed_over
+    app = <<~RUBY
+      run ->(env) {
+        if env["PATH_INFO"] == "/unsafe"
+          File.write("unsafe-started", "")
+          sleep 0.01 until File.exist?("go")
+          Herd.no_longer_fork_safe!("opened a gRPC channel")
+        end
+        [200, {}, ["ok"]]
+      }
+    RUBY
+    serve(app: app, args: ["-w", "1"])
+    client = Thread.new { @server.get("/unsafe") }
+    marker = File.join(@server.dir, "unsafe-started")
+    sleep 0.01 until File.exist?(marker) || !client.alive?
     @server.signal("USR2")
-    @server.signal("QUIT")
-    assert_equal 0, @server.wait.exitstatus
-    @server.wait_for(/monitor: stopped/)
+    @server.wait_for(/refork \(USR2\): promoting worker 0 \(gen 0\)/)
+    File.write(File.join(@server.dir, "go"), "")
+    assert_match(/200/, client.value.lines.first)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ refused promotion \(not fork safe: opened a gRPC channel\); trying another worker/)
+    @server.wait_for(/refork \(retry\): no fork-safe worker to promote; generation 0 keeps serving/)
+    @server.signal("TTIN")
+    @server.wait_for(/worker 1 \(gen 0\), pid \d+ ready/)
+    @server.signal("USR2")
+    @server.wait_for(/refork \(USR2\): promoting worker 1 \(gen 0\)/)
+    @server.wait_for(/mold \(gen 2\), pid \d+ ready/)
+  end
+
+  %w[QUIT TERM].each do |signal|
+    define_method("test_#{signal}_during_a_refork_stops_every_process") do
+      serve(args: ["-w", "2"])
+      @server.signal("USR2")
+      @server.wait_for(/refork \(USR2\): promoting worker/)
+      @server.signal(signal)
+      assert_equal 0, @server.wait.exitstatus
+      @server.wait_for(/#{signal}: graceful stop/)
+      @server.wait_for(/monitor: stopped/)
+      assert_empty processes_left, "processes left in herd's process group"
+    end
   end
 
   def test_ttin_during_a_refork_ends_with_one_more_worker_of_the_new_generation
@@ -153,6 +209,21 @@ class ServerReforkTest < Herd::Test
     @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
     @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
     @server.wait_for(/worker 1 \(gen 1\), pid \d+ ready/)
+  end
+
+  def test_ttou_during_a_refork_ends_with_one_worker_fewer_all_of_the_new_generation
+    serve(args: ["-w", "2"])
+    @server.signal("USR2")
+    @server.wait_for(/refork \(USR2\): promoting worker/)
+    @server.signal("TTOU")
+    @server.wait_for(/workers: 2 -> 1/)
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited with status 0/)
+    @server.wait_for(/worker 1 \(gen \d\), pid \d+ exited with status 0/)
+    @server.wait_for(/mold \(gen 0\), pid \d+ exited with status 0/)
+    assert_equal [[@server.pid, "herd mold (gen 1)"], [@server.pid, "herd worker 0 (gen 1)"]], titles.sort
+    assert_match(/200/, @server.get("/").lines.first)
   end
 
   def test_descriptor_counts_stay_flat_across_100_reforks
@@ -173,5 +244,23 @@ class ServerReforkTest < Herd::Test
 
   def fds(pid)
     Dir.children("/proc/#{pid}/fd").size
+  end
+
+  # Pids still in the monitor's process group (every herd process is), once
+  # they had a moment to go: the monitor waits for its children, so none.
+  def processes_left
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 5
+    loop do
+      left = Dir.children("/proc").grep(/\A\d+\z/).map(&:to_i).select { |pid| in_group?(pid) }
+      return left if left.empty? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep 0.05
+    end
+  end
+
+  def in_group?(pid)
+    Process.getpgid(pid) == @server.pid
+  rescue Errno::ESRCH
+    false
   end
 end

@@ -322,7 +322,8 @@ module Herd
 
           messages, closed = child.link.read_ready
           messages.each { |message| on_message(child, message) }
-          on_link_closed(child) if closed
+          # unless a message settled it already (a refused promotion)
+          on_link_closed(child) if closed && @children.include?(child)
         end
       end
 
@@ -344,12 +345,16 @@ module Herd
         end
       end
 
-      def promotion_refused(child, reason)
-        child.fork_unsafe = true
-        @log.info(ROLE, "#{child} refused promotion (not fork safe: #{reason}); trying another worker")
-        return unless @refork
+      # The worker asked to fork `mold` was no longer fork safe: it says so
+      # on the mold's link. Not a failed refork (no back-off); the next
+      # warmest worker is asked at once.
+      def promotion_refused(mold, reason)
+        return unless mold.equal?(@refork)
 
-        @children.delete(@refork)
+        candidate = @refork_candidate
+        candidate.fork_unsafe = true
+        @log.info(ROLE, "#{candidate} refused promotion (not fork safe: #{reason}); trying another worker")
+        @children.delete(mold)
         @refork = nil
         start_refork("retry")
       end

@@ -158,9 +158,13 @@ module Herd
       # fork), and goes back to serving: capacity never drops.
       def promote(generation, mold_io)
         return unless mold_io
+        # Refused on the new mold's own link: the monitor reads the refusal
+        # before that link's end, which it would otherwise take for a mold
+        # that died while starting.
         unless ForkSafety.fork_safe?
-          mold_io.close
-          return @link.send_message([:promotion_refused, ForkSafety.reason])
+          refusal = Link.new(mold_io)
+          refusal.send_message([:promotion_refused, ForkSafety.reason])
+          return refusal.close
         end
 
         mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
