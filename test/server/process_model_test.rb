@@ -83,6 +83,30 @@ class ServerProcessModelTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
+  # With no worker fit to promote, the monitor boots a fresh mold from
+  # config.ru; the unsafe worker serves until the new generation replaces it.
+  def test_a_dead_mold_with_no_fork_safe_worker_is_replaced_by_a_fresh_one
+    app = <<~RUBY
+      run ->(env) {
+        Herd.no_longer_fork_safe!("opened a gRPC channel") if env["PATH_INFO"] == "/unsafe"
+        [200, {}, ["ok"]]
+      }
+    RUBY
+    serve(app: app, args: ["-w", "1"])
+    @server.get("/unsafe")
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ is no longer fork safe/)
+    mold = Integer(@server.wait_for(/mold \(gen 0\), pid (\d+) ready/)[1])
+    Process.kill(:KILL, mold)
+    @server.wait_for(/mold \(gen 0\), pid #{mold} was killed by SIGKILL/)
+    assert_match(/200/, @server.get("/").lines.first)
+    @server.wait_for(/mold \(gen 1\) spawned as pid \d+/)
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited with status 0/)
+    refute(@server.lines.any? { |line| line.include?("promoting") }, @server.lines.join)
+    assert_match(/200/, @server.get("/").lines.first)
+  end
+
   def test_without_a_subreaper_the_monitor_forks_workers_itself
     serve(args: ["-w", "2", "--no-subreaper"])
     assert_match(/200/, @server.get("/").lines.first)
