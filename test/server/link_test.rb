@@ -26,6 +26,15 @@ class LinkTest < Herd::Test
     [reader, writer, received].compact.each(&:close)
   end
 
+  # A peer that closes with our message unread still gets its last word
+  # through (Linux reports ECONNRESET once, then delivers the queue).
+  def test_a_peer_that_closes_without_reading_is_still_heard
+    assert @monitor_end.send_message([:stop])
+    assert @child_end.send_message([:promotion_refused, "opened a gRPC channel"])
+    @child_end.close
+    assert_equal [[[:promotion_refused, "opened a gRPC channel"]], true], @monitor_end.read_ready
+  end
+
   def test_a_closed_peer_is_reported
     @child_end.send_message([:bye])
     @child_end.close

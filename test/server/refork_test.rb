@@ -26,7 +26,10 @@ class ServerReforkTest < Herd::Test
 
   def titles
     tree = Herd::Memory::ProcessTree.new
-    @server.descendants.map { |pid| [tree.ppid(pid), tree.title(pid).sub(/ requests=\d+/, "")] }
+    # Not zombies: the middle process of a mold's double fork may not be
+    # reaped yet when the worker it forked reports ready.
+    @server.descendants.select { |pid| Herd::ServerHarness.alive?(pid) }
+      .map { |pid| [tree.ppid(pid), tree.title(pid).sub(/ requests=\d+/, "")] }
   end
 
   def test_usr2_reforks_generation_after_generation_and_every_process_stays_a_child_of_the_monitor
@@ -144,40 +147,49 @@ class ServerReforkTest < Herd::Test
   def test_a_new_mold_that_hangs_while_booting_is_killed_and_the_refork_retried
     config = <<~RUBY
       workers 1
-      spawn_timeout 2
+      spawn_timeout 3
       refork_after [1]
       after_mold_fork { |server, mold| sleep if mold.generation == 1 }
     RUBY
     serve(config: config)
     @server.get("/")
     @server.wait_for(/refork \(1 requests\): promoting worker 0 \(gen 0\)/)
-    @server.wait_for(/mold \(gen 1\), pid \d+ was not ready within spawn_timeout \(2s\); killing it/)
+    @server.wait_for(/mold \(gen 1\), pid \d+ was not ready within spawn_timeout \(3s\); killing it/)
     @server.wait_for(/refork to generation 1 failed \(.+\); generation 0 keeps serving; next attempt in/)
     assert_match(/200/, @server.get("/").lines.first)
     @server.wait_for(/mold \(gen 2\), pid \d+ ready/)
     @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
   end
 
-  # A worker chosen for promotion that stops being fork safe before it reads
-  # the order (here: in the request it is serving) refuses it; the monitor
-  # never asks it again and promotes another worker.
-  def test_a_worker_that_refuses_promotion_is_passed_over
-    app = <<~RUBY
-      run ->(env) {
-        if env["PATH_INFO"] == "/unsafe"
-          File.write("unsafe-started", "")
-          sleep 0.01 until File.exist?("go")
-          Herd.no_longer_fork_safe!("opened a gRPC channel")
-        end
-        [200, {}, ["ok"]]
-      }
-    RUBY
-    serve(app: app, args: ["-w", "1"])
+  UNSAFE_AFTER_GO = <<~RUBY
+    run ->(env) {
+      if env["PATH_INFO"] == "/unsafe"
+        File.write("unsafe-started", "")
+        sleep 0.01 until File.exist?("go")
+        Herd.no_longer_fork_safe!("opened a gRPC channel")
+      end
+      [200, {}, ["ok"]]
+    }
+  RUBY
+
+  # USR2 while worker 0 serves a request that will make it fork-unsafe:
+  # the monitor picks it (it is still fork safe), and the order reaches it
+  # only once that request is done. Returns the request's thread.
+  def promote_a_worker_about_to_become_unsafe
     client = Thread.new { @server.get("/unsafe") }
     marker = File.join(@server.dir, "unsafe-started")
     sleep 0.01 until File.exist?(marker) || !client.alive?
     @server.signal("USR2")
     @server.wait_for(/refork \(USR2\): promoting worker 0 \(gen 0\)/)
+    client
+  end
+
+  # A worker chosen for promotion that stops being fork safe before it reads
+  # the order (here: in the request it is serving) refuses it; the monitor
+  # never asks it again and promotes another worker.
+  def test_a_worker_that_refuses_promotion_is_passed_over
+    serve(app: UNSAFE_AFTER_GO, args: ["-w", "1"])
+    client = promote_a_worker_about_to_become_unsafe
     File.write(File.join(@server.dir, "go"), "")
     assert_match(/200/, client.value.lines.first)
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ refused promotion \(not fork safe: opened a gRPC channel\); trying another worker/)
@@ -186,7 +198,22 @@ class ServerReforkTest < Herd::Test
     @server.wait_for(/worker 1 \(gen 0\), pid \d+ ready/)
     @server.signal("USR2")
     @server.wait_for(/refork \(USR2\): promoting worker 1 \(gen 0\)/)
-    @server.wait_for(/mold \(gen 2\), pid \d+ ready/)
+    @server.wait_for(/mold \(gen 2\), pid \d+ ready/) # the refused promotion used generation 1
+  end
+
+  # The same refusal while the server stops: the monitor already sent the
+  # new mold's link a stop the worker never reads; the refusal still gets
+  # through, and nothing is taken for a mold that died.
+  def test_a_refusal_during_a_graceful_stop_is_heard
+    serve(app: UNSAFE_AFTER_GO, args: ["-w", "1"])
+    client = promote_a_worker_about_to_become_unsafe
+    @server.signal("TERM")
+    @server.wait_for(/TERM: graceful stop/)
+    File.write(File.join(@server.dir, "go"), "")
+    assert_match(/200/, client.value.lines.first)
+    assert_equal 0, @server.wait.exitstatus
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ refused promotion \(not fork safe: opened a gRPC channel\)$/)
+    refute(@server.lines.any? { |line| line.include?("died while starting") }, @server.lines.join)
   end
 
   %w[QUIT TERM].each do |signal|

@@ -41,17 +41,28 @@ module Herd
       # @return [Array(Array, Boolean)] messages available now, and whether the peer closed
       def read_ready
         messages = []
+        reset = false
         loop do
-          return [messages, false] unless pending?
+          begin
+            return [messages, reset] unless pending?
 
-          data, _, _, *controls = @io.recvmsg_nonblock(MAX_PACKET, 0, nil, scm_rights: true, exception: false)
-          return [messages, false] if data == :wait_readable
+            data, _, _, *controls = @io.recvmsg_nonblock(MAX_PACKET, 0, nil, scm_rights: true, exception: false)
+          rescue Errno::ECONNRESET
+            # The peer closed with messages of ours unread (a refusal of
+            # promotion while the monitor was stopping it). Linux reports
+            # that once, then still delivers what the peer sent first.
+            return [messages, true] if reset
+
+            reset = true
+            next
+          end
+          return [messages, reset] if data == :wait_readable
           return [messages, true] if data.nil? || data.empty?
 
           controls.each { |control| @ios.concat(control.unix_rights) if control.cmsg_is?(:SOCKET, :RIGHTS) }
           messages << Marshal.load(data) # standard:disable Security/MarshalLoad -- our own processes over a private socketpair
         end
-      rescue Errno::ECONNRESET, IOError
+      rescue IOError
         [messages, true]
       end
 

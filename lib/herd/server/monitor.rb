@@ -353,10 +353,11 @@ module Herd
 
         candidate = @refork_candidate
         candidate.fork_unsafe = true
-        @log.info(ROLE, "#{candidate} refused promotion (not fork safe: #{reason}); trying another worker")
         @children.delete(mold)
         @refork = nil
-        start_refork("retry")
+        running = @state == :running
+        @log.info(ROLE, "#{candidate} refused promotion (not fork safe: #{reason})#{"; trying another worker" if running}")
+        start_refork("retry") if running
       end
 
       def on_ready(child)

@@ -26,7 +26,7 @@ module Herd
       # 0.8 ms of GC per request against 0.55 with 200,000 and 0.35 under
       # Ruby's own timing (bench/cow/gc_budget_cpu.rb), for 3-5 MiB less per
       # worker than 200,000 (bench/cow/gc_budget.sh: Σ PSS once serving
-      # 203-212 -> 190 MiB). 50,000 saves 3 MiB more for another 0.5 ms.
+      # 203-212 -> 190 MiB). 50,000 saves 2-3 MiB more for another 0.5 ms.
       DEFAULT_OBJECTS = 100_000
       # Ruby <= 3.3 counts the pages it may still add before its next GC.
       SLOTS_PER_PAGE = GC::INTERNAL_CONSTANTS.fetch(:HEAP_PAGE_OBJ_LIMIT, 409)
