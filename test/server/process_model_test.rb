@@ -86,15 +86,8 @@ class ServerProcessModelTest < Herd::Test
   # With no worker fit to promote, the monitor boots a fresh mold from
   # config.ru; the unsafe worker serves until the new generation replaces it.
   def test_a_dead_mold_with_no_fork_safe_worker_is_replaced_by_a_fresh_one
-    app = <<~RUBY
-      run ->(env) {
-        Herd.no_longer_fork_safe!("opened a gRPC channel") if env["PATH_INFO"] == "/unsafe"
-        [200, {}, ["ok"]]
-      }
-    RUBY
-    serve(app: app, args: ["-w", "1"])
-    @server.get("/unsafe")
-    @server.wait_for(/worker 0 \(gen 0\), pid \d+ is no longer fork safe/)
+    serve(app: Herd::ServerHarness::FORK_UNSAFE_APP, args: ["-w", "1"])
+    @server.make_worker_unsafe
     mold = Integer(@server.wait_for(/mold \(gen 0\), pid (\d+) ready/)[1])
     Process.kill(:KILL, mold)
     @server.wait_for(/mold \(gen 0\), pid #{mold} was killed by SIGKILL/)

@@ -94,15 +94,8 @@ class ServerReforkTest < Herd::Test
   end
 
   def test_a_fork_unsafe_worker_is_never_promoted
-    app = <<~RUBY
-      run ->(env) {
-        Herd.no_longer_fork_safe!("opened a gRPC channel") if env["PATH_INFO"] == "/unsafe"
-        [200, {}, ["ok"]]
-      }
-    RUBY
-    serve(app: app, args: ["-w", "1"])
-    @server.get("/unsafe")
-    @server.wait_for(/worker 0 \(gen 0\), pid \d+ is no longer fork safe \(opened a gRPC channel\)/)
+    serve(app: Herd::ServerHarness::FORK_UNSAFE_APP, args: ["-w", "1"])
+    @server.make_worker_unsafe
     @server.signal("USR2")
     @server.wait_for(/refork \(USR2\): no fork-safe worker to promote; generation 0 keeps serving/)
     refute(@server.lines.any? { |line| line.include?("promoting") })

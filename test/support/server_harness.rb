@@ -13,6 +13,14 @@ module Herd
       run ->(env) { [200, {"content-type" => "text/plain"}, ["pid=\#{Process.pid} path=\#{env["PATH_INFO"]}\\n"]] }
     RUBY
 
+    # A worker that serves GET /unsafe is no longer fork safe.
+    FORK_UNSAFE_APP = <<~RUBY
+      run ->(env) {
+        Herd.no_longer_fork_safe!("opened a gRPC channel") if env["PATH_INFO"] == "/unsafe"
+        [200, {}, ["ok"]]
+      }
+    RUBY
+
     attr_reader :pid, :dir, :lines
 
     # @param app [String] config.ru source
@@ -87,6 +95,13 @@ module Herd
 
     def get(path, headers = "")
       request("GET #{path} HTTP/1.1\r\nHost: localhost\r\n#{headers}\r\n")
+    end
+
+    # With FORK_UNSAFE_APP and one worker: makes it fork-unsafe, and waits
+    # until the monitor knows.
+    def make_worker_unsafe
+      get("/unsafe")
+      wait_for(/worker 0 \(gen 0\), pid \d+ is no longer fork safe \(opened a gRPC channel\)/)
     end
 
     # @return [Array<Integer>] pids of every descendant of the monitor
