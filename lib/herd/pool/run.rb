@@ -176,10 +176,12 @@ module Herd
         messages.each { |message| receive(worker, *message) }
         status = worker.reap
         batch = @inflight.delete(worker)
+        # Read before #replace marks the slot idle for the new worker: the
+        # dead one's last word is the only record of the item it was on.
+        index = culprit(worker, batch)
         @pool.replace(worker) unless @stopping && @pool.disposable?
         return unless batch && !@stopping
 
-        index = @pool.scoreboard.current_item(worker.number) || batch.unanswered.first&.first
         error = WorkerDied.new(
           "#{worker} #{worker.describe_exit(status)} while working on item #{index} " \
           "(#{preview(batch.item(index))})#{retry_advice(index)}",
@@ -187,6 +189,19 @@ module Herd
           worker_number: worker.number
         )
         retry_or(batch, index, error) { fail!(error) }
+      end
+
+      # The item the scoreboard names, if this batch still owes its answer (a
+      # worker that died before starting an item left the slot idle, one that
+      # died after answering left its last item there); else the first
+      # unanswered one.
+      def culprit(worker, batch)
+        return nil unless batch
+
+        index = @pool.scoreboard.current_item(worker.number)
+        return index if index && batch.unanswered.any? { |pair| pair.first == index }
+
+        batch.unanswered.first&.first
       end
 
       # Every tick: stuck items, and deaths that no EOF reported (a grandchild
