@@ -83,7 +83,47 @@ module Herd
 
       assert_equal ["/?x=1", "/", "x=1"], [request.target, request.path, request.query]
       assert_equal "Example.com:8080", request.headers["HTTP_HOST"]
+      refute_includes request.headers.values, "ignored.example"
       assert_equal "/a/b", parse("GET HTTPS://example.com/a/b HTTP/1.1\r\nHost: x\r\n\r\n").path
+    end
+
+    def test_absolute_form_in_http11_needs_a_valid_host_all_the_same
+      assert_match(/no Host header/, refusal("GET http://example.com/ HTTP/1.1\r\n\r\n").message)
+      assert_match(/no Host header/, refusal("GET https://example.com:8443/a?b HTTP/1.1\r\n\r\n").message)
+      assert_match(/invalid Host header/, refusal("GET http://example.com/ HTTP/1.1\r\nHost: a/b\r\n\r\n").message)
+      assert_match(/invalid Host header/, refusal("GET http://example.com/ HTTP/1.1\r\nHost: a:99999\r\n\r\n").message)
+      assert_match(/more than one Host/, refusal("GET http://example.com/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").message)
+    end
+
+    def test_absolute_form_in_http10_needs_no_host
+      request = parse("GET http://example.com:8080/a HTTP/1.0\r\n\r\n")
+
+      assert_equal "example.com:8080", request.headers["HTTP_HOST"]
+      assert_equal "/a", request.path
+      assert_match(/invalid Host header/, refusal("GET http://example.com/ HTTP/1.0\r\nHost: a/b\r\n\r\n").message)
+    end
+
+    def test_ports_from_0_to_65535_are_valid
+      ["0", "1", "80", "080", "0000080", "8080", "59999", "60000", "64999", "65499", "65529", "65535", "0065535", ""].each do |port|
+        assert_equal "a:#{port}", parse("GET / HTTP/1.1\r\nHost: a:#{port}\r\n\r\n").headers["HTTP_HOST"], port
+        assert_equal "a:#{port}", parse("GET http://a:#{port}/ HTTP/1.1\r\nHost: x\r\n\r\n").headers["HTTP_HOST"], port
+      end
+      assert_equal "[::1]:65535", parse("GET http://[::1]:65535/ HTTP/1.1\r\nHost: x\r\n\r\n").headers["HTTP_HOST"]
+    end
+
+    def test_ports_above_65535_and_malformed_authorities_are_refused
+      authorities = ["a:65536", "a:65540", "a:65600", "a:66000", "a:70000", "a:99999", "a:100000", "a:0065536",
+        "a:#{"9" * 40}", "[::1]:65536", ":80", ":", "a:8o", "a:-1", "a:+80", "a:1:2", "u@a", "@a", "u:p@a:80", "[::1", "[]"]
+      authorities.each do |authority|
+        assert_match(/invalid Host header/, refusal("GET / HTTP/1.1\r\nHost: #{authority}\r\n\r\n").message, authority)
+        assert_match(/invalid authority in the request target/, refusal("GET http://#{authority}/ HTTP/1.1\r\nHost: x\r\n\r\n").message, authority)
+      end
+      assert_match(/invalid authority/, refusal("GET http:///a HTTP/1.1\r\nHost: x\r\n\r\n").message)
+    end
+
+    def test_an_empty_host_header_is_valid_but_an_empty_authority_is_not
+      assert_equal "", parse("GET / HTTP/1.1\r\nHost:\r\n\r\n").headers["HTTP_HOST"]
+      assert_match(/invalid authority/, refusal("GET http:// HTTP/1.1\r\nHost: x\r\n\r\n").message)
     end
 
     def test_asterisk_form_for_options

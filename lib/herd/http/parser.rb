@@ -71,8 +71,10 @@ module Herd
         headers = request.headers = fields(lines, 1)
         request.content_length = content_length(headers)
         request.chunked = chunked?(headers, request.version, request.content_length)
-        parse_target(request, headers)
+        # Host first: RFC 9112 §3.2 applies to every request, absolute-form
+        # included, whose authority then replaces it (§3.2.2).
         check_host(headers, request.version)
+        parse_target(request, headers)
         request.expect_continue = headers["HTTP_EXPECT"]&.casecmp?("100-continue") || false
         request
       end
@@ -230,9 +232,10 @@ module Herd
         end
       end
 
-      # RFC 9112 §3.2.2: the authority of an absolute-form target replaces the Host header.
+      # RFC 9112 §3.2.2: the server MUST ignore the Host header (checked already)
+      # and use the target's authority, which therefore replaces it in the env.
       def absolute_form(request, authority, rest, headers)
-        unless !authority.empty? && HOST.match?(authority)
+        unless AUTHORITY.match?(authority)
           raise RequestError.new(400, "invalid authority in the request target #{authority[0, 64].inspect}")
         end
 
@@ -241,7 +244,8 @@ module Herd
         origin_form(request, rest)
       end
 
-      # RFC 9112 §3.2: exactly one valid Host in HTTP/1.1 (duplicates are refused while adding).
+      # RFC 9112 §3.2: exactly one valid Host in HTTP/1.1, whatever the target's
+      # form; at most one, valid, in HTTP/1.0 (duplicates are refused while adding).
       def check_host(headers, version)
         host = headers["HTTP_HOST"]
         if host.nil?
