@@ -32,34 +32,47 @@ module Herd
       # left out.
       # @param pid [Integer] the root, e.g. a server's master process
       # @param include_root [Boolean] false to report only the descendants
+      # @param leave_out [Array<Integer>] descendants to leave out, with their
+      #   own descendants: `herd mem` passes its own pid, so that run from
+      #   inside the tree it measures it does not count itself. Never the root.
       # @param proc_root [String]
-      # @return [Report]
+      # @return [Report] its {Report#left_out} lists the pids found and left out
       # @raise [NoSuchProcess] when the root does not exist
       # @raise [MemoryReadError] as {sample}
-      def tree(pid, include_root: true, proc_root: PROC_ROOT)
+      def tree(pid, include_root: true, leave_out: [], proc_root: PROC_ROOT)
         pid = Integer(pid)
         processes = ProcessTree.new(proc_root: proc_root)
         root = row(processes, pid, proc_root) # raises for a missing root, include_root or not
-        descendants = processes.descendants(pid).filter_map do |child|
+        all = processes.descendants(pid)
+        left_out = left_out_pids(processes, all, leave_out)
+        descendants = (all - left_out).filter_map do |child|
           row(processes, child, proc_root)
         rescue NoSuchProcess
           nil
         end
-        Report.new(include_root ? [root, *descendants] : descendants, tree: true)
+        Report.new(include_root ? [root, *descendants] : descendants, tree: true, left_out: left_out)
       end
 
       # @param pid [Integer]
       # @param tree [Boolean] include every descendant (see {tree})
       # @param proc_root [String]
       # @return [Report]
-      def report(pid, tree: false, proc_root: PROC_ROOT)
-        return self.tree(pid, proc_root: proc_root) if tree
+      # @param leave_out [Array<Integer>] with tree: as {tree}
+      def report(pid, tree: false, leave_out: [], proc_root: PROC_ROOT)
+        return self.tree(pid, leave_out: leave_out, proc_root: proc_root) if tree
 
         pid = Integer(pid)
         Report.new([row(ProcessTree.new(proc_root: proc_root), pid, proc_root)])
       end
 
       private
+
+      # The pids of leave_out found among the descendants, each followed by
+      # its own descendants, in tree order.
+      def left_out_pids(processes, descendants, leave_out)
+        found = descendants & leave_out.map { |pid| Integer(pid) }
+        found.flat_map { |pid| [pid, *processes.descendants(pid)] }.uniq & descendants
+      end
 
       # Sample first: it is the read that tells a missing process from a
       # forbidden one.

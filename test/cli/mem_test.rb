@@ -63,7 +63,69 @@ class CLIMemTest < Herd::Test
       assert_match(/\\_ herd-cli-child-1$/, out)
       assert_match(/TOTAL.*3 processes/, out)
       assert_match(/Summed RSS would claim/, out)
+      refute_match(/left out/, out, "herd mem is not in this tree: nothing to leave out")
     end
+  end
+
+  # A process that runs `herd mem --tree` on itself, as a shell spawned by an
+  # application would: herd mem is then a descendant of the pid it measures.
+  # The parent forks a child first (so there is a tree to measure), runs herd
+  # mem as its own child, and prints what came out as JSON.
+  def measure_from_inside(*args)
+    code = <<~RUBY
+      require "json"
+      require "open3"
+      root, *args = ARGV
+      Process.setproctitle("herd-cli-parent")
+      lifeline, release = IO.pipe
+      ready_r, ready_w = IO.pipe
+      kid = fork do
+        release.close
+        Process.setproctitle("herd-cli-child-0")
+        ready_w.puts("ready")
+        ready_w.close
+        lifeline.read
+        exit!(0)
+      end
+      ready_w.close
+      ready_r.gets
+      stdin, stdout, stderr, thread = Open3.popen3(RbConfig.ruby, "-I", File.join(root, "lib"), File.join(root, "exe", "herd"), "mem", Process.pid.to_s, "--tree", *args)
+      stdin.close
+      out = stdout.read
+      err = stderr.read
+      status = thread.value
+      release.close
+      Process.wait(kid)
+      puts JSON.generate(parent: Process.pid, child: kid, herd_mem: thread.pid, out: out, err: err, status: status.exitstatus)
+    RUBY
+    out, err, status = ruby_run(code, ROOT, *args)
+    assert_predicate status, :success?, err
+    result = JSON.parse(out, symbolize_names: true)
+    assert_equal 0, result[:status], result[:err]
+    result
+  end
+
+  def test_tree_run_from_inside_leaves_herd_mem_out_and_says_so
+    result = measure_from_inside
+    out = result[:out]
+
+    assert_match(/^\s*#{result[:parent]}\s.*herd-cli-parent$/, out)
+    assert_match(/^\s*#{result[:child]}\s.*\\_ herd-cli-child-0$/, out)
+    refute_match(/^\s*#{result[:herd_mem]}\s/, out, "herd mem's own row")
+    refute_match(/herd mem #{result[:parent]}/, out.lines.grep(/^\s*\d+\s/).join, "no row is herd mem")
+    assert_match(/TOTAL.*2 processes/, out)
+    assert_equal "(herd mem, pid #{result[:herd_mem]}, left out)", out.lines.last.chomp
+  end
+
+  def test_tree_json_run_from_inside_leaves_herd_mem_out_of_rows_and_total
+    result = measure_from_inside("--json")
+    data = JSON.parse(result[:out])
+
+    assert_equal [result[:parent], result[:child]], data["processes"].map { |process| process["pid"] }
+    assert_equal [result[:herd_mem]], data["left_out"]
+    assert_equal 2, data["total"]["processes"]
+    assert_equal data["processes"].sum { |process| process["pss"] }, data["total"]["pss"]
+    assert_equal data["processes"].sum { |process| process["uss"] }, data["total"]["uss"]
   end
 
   def test_json
@@ -76,6 +138,7 @@ class CLIMemTest < Herd::Test
       assert_equal %w[herd-cli-parent herd-cli-child-0], data["processes"].map { |process| process["title"] }
       assert_equal data["processes"].sum { |process| process["pss"] }, data["total"]["pss"]
       assert_kind_of Integer, data["total"]["uss"]
+      assert_equal [], data["left_out"]
     end
   end
 

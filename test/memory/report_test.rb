@@ -93,6 +93,18 @@ class ReportTest < Herd::Test
     assert_equal 100 * MIB, data[:total][:pss]
   end
 
+  def test_left_out_pids_are_in_the_json_and_nowhere_else
+    assert_equal [], JSON.parse(report.to_json)["left_out"]
+
+    rows = report.rows
+    with_left_out = Herd::Memory::Report.new(rows, tree: true, left_out: [103])
+    data = JSON.parse(with_left_out.to_json)
+    assert_equal [103], data["left_out"]
+    assert_equal [103], with_left_out.left_out
+    assert_equal report.total, with_left_out.total
+    assert_equal report.to_table, with_left_out.to_table, "the table is the rows; herd mem adds its own note"
+  end
+
   def test_json_is_one_line
     assert_equal 1, report.to_json.lines.size
   end

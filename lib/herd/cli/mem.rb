@@ -106,14 +106,30 @@ module Herd
         nil
       end
 
+      # With --tree, herd mem leaves itself (and anything it started) out:
+      # run from a shell inside the tree it measures, it would otherwise count
+      # its own Ruby, about 17 MiB, as the application's.
       def measure(options)
-        @memory.report(options[:pid], tree: options[:tree] || false)
+        return @memory.report(options[:pid]) unless options[:tree]
+
+        @memory.report(options[:pid], tree: true, leave_out: [Process.pid])
       end
 
       def render(report, options)
         return report.to_json if options[:json]
 
-        report.to_table(width: terminal_width)
+        table = report.to_table(width: terminal_width)
+        note = left_out_note(report)
+        note ? "#{table}\n#{note}" : table
+      end
+
+      def left_out_note(report)
+        left_out = report.left_out
+        return nil unless left_out.include?(Process.pid)
+
+        others = left_out.size - 1
+        started = (others == 1) ? "1 process it started" : "#{others} processes it started"
+        (others > 0) ? "(herd mem, pid #{Process.pid}, and #{started}, left out)" : "(herd mem, pid #{Process.pid}, left out)"
       end
 
       def watch_header(options, report)

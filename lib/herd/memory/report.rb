@@ -20,14 +20,19 @@ module Herd
       attr_reader :total
       # @return [Time] when the report was taken
       attr_reader :time
+      # @return [Array<Integer>] pids that were in the tree but left out on
+      #   request (herd mem itself), neither in rows nor in the total
+      attr_reader :left_out
 
       # @param rows [Array<Row>]
       # @param tree [Boolean] whether the rows are a process tree
       # @param time [Time]
-      def initialize(rows, tree: false, time: Time.now)
+      # @param left_out [Array<Integer>] see {#left_out}
+      def initialize(rows, tree: false, time: Time.now, left_out: [])
         @rows = rows.dup.freeze
         @tree = tree
         @time = time
+        @left_out = left_out.dup.freeze
         @total = @rows.map(&:sample).reduce(Sample.zero, :+)
       end
 
@@ -43,7 +48,8 @@ module Herd
           time: time.utc.iso8601(3),
           tree: tree?,
           processes: rows.map { |row| {pid: row.pid, ppid: row.ppid, title: row.title, **sample_hash(row.sample)} },
-          total: {processes: rows.size, **sample_hash(total)}
+          total: {processes: rows.size, **sample_hash(total)},
+          left_out: left_out
         }
       end
 
