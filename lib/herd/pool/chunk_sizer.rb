@@ -15,11 +15,12 @@ module Herd
       MAX = 4096
 
       # @param fixed [Integer, nil] the user's chunk_size:, used as is
-      # @param total [Integer, nil] items in the source, when known
+      # @param total [Integer, Float, nil] items in the source, when known
       # @param workers [Integer]
       def initialize(fixed:, total:, workers:)
         @fixed = fixed
-        @total = total
+        # Infinity (an endless range's size) is no count to share out.
+        @total = total.is_a?(Integer) ? total : nil
         @workers = [workers, 1].max
         @per_item = nil
       end

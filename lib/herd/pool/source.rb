@@ -25,9 +25,11 @@ module Herd
         end
       end
 
+      # Integer ranges go by position, endless ones too: `(1..)` and
+      # `1..Float::INFINITY` (whose size is Infinity, not a count) alike.
       def self.range(range)
         first = range.begin
-        return Enumerated.new(range.each_entry) unless first.is_a?(Integer) && range.end
+        return Enumerated.new(range.each_entry) unless first.is_a?(Integer)
 
         Indexed.new(range.size) { |index| first + index }
       end
@@ -79,9 +81,11 @@ module Herd
       class Indexed < Source
         attr_reader :size, :resolver
 
+        # @param size [Integer, Float, nil] anything but a whole number
+        #   (Infinity, nil) means endless
         def initialize(size, &resolver)
           super()
-          @size = size
+          @size = size.is_a?(Integer) ? size : nil
           @resolver = resolver
           @next = 0
         end
@@ -89,14 +93,14 @@ module Herd
         private
 
         def take_fresh(count)
-          stop = [@next + count, @size].min
+          stop = @size ? [@next + count, @size].min : @next + count
           pairs = (@next...stop).map { |index| [index, @resolver.call(index)] }
           @next = stop
           pairs
         end
 
         def fresh_exhausted?
-          @next >= @size
+          @size ? @next >= @size : false
         end
       end
 

@@ -64,11 +64,34 @@ module Herd
 
       private
 
+      # `break` (or `return`, or a throw) in the job leaves it without an
+      # exception, towards a frame of the caller's: in a forked worker that
+      # frame lies beyond the fork, where Ruby reports an "unexpected break"
+      # and the worker dies. Caught here, it stops the call as
+      # `raise Herd::Break` does; its value is lost on the way (Ruby hands
+      # it to no ensure clause), so it returns nil.
       def run_item(item, index, with_index)
-        value = call_job(item, index, with_index)
-        [index, :ok, value]
+        left = true
+        entry = call_job_safely(item, index, with_index)
+        left = false
+        entry
+      rescue Exception # rubocop:disable Lint/RescueException -- only to note that the job ended by raising
+        left = false
+        raise
+      ensure
+        # Thread#kill unwinds without an exception as well, and must go on.
+        return [index, :break, nil] if left && Thread.current.status != "aborting" # rubocop:disable Lint/EnsureReturn -- a return here is what ends a break's unwinding
+      end
+
+      def call_job_safely(item, index, with_index)
+        [index, :ok, call_job(item, index, with_index)]
       rescue Break => e
         [index, :break, e.value]
+      rescue LocalJumpError => e
+        # A thread worker's `break` arrives as this, value and all.
+        raise unless e.reason == :break
+
+        [index, :break, e.exit_value]
       rescue ::Timeout::Error => e
         raise unless @item_timeout && e.message == TIMEOUT_MESSAGE
 
