@@ -1,0 +1,216 @@
+# frozen_string_literal: true
+
+require "fileutils"
+require "net/http"
+require "open3"
+require "socket"
+require "tmpdir"
+require "uri"
+
+module Herd
+  # A real app under `herd serve`, started the way a user would: `bundle
+  # exec herd serve` with test/apps/Gemfile as the bundle, in a copy of the
+  # app's directory. The server's stdout and stderr go to files (not a pipe
+  # that a reader thread drains): what the workers buffered and never wrote
+  # is missing from the files, as it would be from a log file in production.
+  #
+  # The monitor is the pid this class spawned; every other pid it knows comes
+  # from that monitor's own log. It signals nothing else.
+  class AppServer
+    APPS = File.expand_path("..", __dir__)
+    GEMFILE = File.join(APPS, "Gemfile")
+    ROOT = File.expand_path("../../..", __dir__)
+    LISTENING = /monitor: listening on (?:http:\/\/)?127\.0\.0\.1:(\d+)/
+    # "mold (gen 1), pid 123 ready", "worker 0 (gen 1), pid 124 ready"
+    READY = /monitor: (mold|worker (\d+)) \(gen (\d+)\), pid (\d+) ready/
+    PID = /\bpid (\d+)\b/
+
+    class << self
+      # The environment of a command run with the apps bundle: the test's own
+      # bundle (herd's Gemfile, under `bundle exec rake`) taken out.
+      def env(extra = {})
+        base = defined?(::Bundler) ? ::Bundler.unbundled_env : ENV.to_h
+        base.merge("BUNDLE_GEMFILE" => GEMFILE).merge(extra)
+      end
+
+      # Fails the calling test with what to run when the apps bundle is missing.
+      def check_bundle!
+        out, status = Open3.capture2e(env, "bundle", "check", chdir: APPS)
+        return if status.success?
+
+        raise Minitest::Assertion, "the apps bundle is not installed: run test/apps/setup\n#{out}"
+      end
+
+      # The Rails app's directory, generated on first use (test/apps/rails/generate.rb).
+      def rails_app
+        @rails_app ||= begin
+          check_bundle!
+          out, err, status = Open3.capture3(env, "bundle", "exec", "ruby", File.join(APPS, "rails", "generate.rb"), chdir: ROOT)
+          raise Minitest::Assertion, "generating the Rails app failed:\n#{err}" unless status.success?
+
+          out.lines.last.chomp
+        end
+      end
+
+      def sinatra_app
+        check_bundle!
+        File.join(APPS, "sinatra")
+      end
+    end
+
+    attr_reader :pid, :dir, :stdout_path, :stderr_path, :port
+
+    # @param app [String] directory copied into a fresh tmpdir
+    # @param config [String] herd.rb
+    # @param env [Hash] more environment
+    def initialize(app:, config:, env: {})
+      @dir = Dir.mktmpdir("herd-app")
+      FileUtils.cp_r(File.join(app, "."), @dir)
+      File.write(File.join(@dir, "herd.rb"), config)
+      @stdout_path = File.join(@dir, "herd.stdout.log")
+      @stderr_path = File.join(@dir, "herd.stderr.log")
+      @pid = Process.spawn(self.class.env(env), "bundle", "exec", "herd", "serve", "config.ru", "-c", "herd.rb", "-l", "127.0.0.1:0",
+        chdir: @dir, in: File::NULL, out: @stdout_path, err: @stderr_path, pgroup: true, unsetenv_others: true)
+      @status = nil
+      @port = Integer(wait_for(LISTENING)[1])
+    end
+
+    # @return [Array<String>] the server's stderr (herd's log) so far
+    def lines
+      File.readlines(@stderr_path)
+    end
+
+    def stdout_lines
+      File.readlines(@stdout_path)
+    end
+
+    # Blocks until a line of herd's log matches, polling the file; fails the
+    # test when the monitor exits or the time runs out first.
+    # @param after [Integer] ignore the first `after` lines
+    # @return [MatchData]
+    def wait_for(pattern, timeout: 60, after: 0)
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      loop do
+        all = lines
+        all.drop(after).each do |line|
+          match = line.match(pattern)
+          return match if match
+        end
+        exited = reap
+        if exited || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          raise Minitest::Assertion, "no log line matched #{pattern.inspect} #{exited ? "before the monitor exited (#{@status.inspect})" : "in #{timeout}s"}; log:\n#{all.join}"
+        end
+
+        sleep 0.02
+      end
+    end
+
+    def mark
+      lines.size
+    end
+
+    # @return [Hash] {[:mold, gen] => pid, [:worker, number, gen] => pid} for every "ready" line so far
+    def ready_pids
+      lines.each_with_object({}) do |line, found|
+        next unless (match = line.match(READY))
+
+        key = (match[1] == "mold") ? [:mold, Integer(match[3])] : [:worker, Integer(match[2]), Integer(match[3])]
+        found[key] = Integer(match[4])
+      end
+    end
+
+    # @return [Array<Integer>] every pid the monitor's log named, the monitor's included
+    def logged_pids
+      ([@pid] + lines.flat_map { |line| line.scan(PID).flatten.map { |pid| Integer(pid) } }).uniq
+    end
+
+    # @return [Array<String>] where each open descriptor of pid points
+    #   ("socket", "pipe": inode numbers differ from process to process)
+    def descriptors(pid)
+      Dir.children("/proc/#{pid}/fd").sort_by(&:to_i).filter_map do |fd|
+        File.readlink("/proc/#{pid}/fd/#{fd}").sub(/\A(socket|pipe):\[\d+\]\z/, "\\1")
+      rescue Errno::ENOENT
+        nil
+      end
+    end
+
+    # A request on a fresh connection (herd closes each one).
+    # @return [Net::HTTPResponse]
+    def http(method, path, headers: {}, form: nil)
+      Net::HTTP.start("127.0.0.1", @port, open_timeout: 10, read_timeout: 30) do |http|
+        request = (method == :post) ? Net::HTTP::Post.new(path, headers) : Net::HTTP::Get.new(path, headers)
+        request.set_form_data(form) if form
+        http.request(request)
+      end
+    end
+
+    # @return [Process::Status, nil] the monitor's status once it has exited
+    def reap
+      return @status if @status
+
+      _, status = Process.waitpid2(@pid, Process::WNOHANG)
+      @status = status
+    rescue Errno::ECHILD
+      @status ||= :gone
+    end
+
+    # QUIT, then waits for the monitor to exit.
+    # @return [Process::Status]
+    def stop(timeout: 60)
+      Process.kill(:QUIT, @pid) unless reap
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+      until reap
+        raise Minitest::Assertion, "herd serve did not exit in #{timeout}s after QUIT; log:\n#{lines.join}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+        sleep 0.02
+      end
+      @status
+    end
+
+    # Whatever the test did: QUIT, then KILL the monitor, and KILL what its
+    # log named that is still alive in its process group; removes the tmpdir
+    # unless HERD_KEEP_APP_DIRS=1.
+    def cleanup
+      unless reap
+        begin
+          Process.kill(:QUIT, @pid)
+          deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+          sleep 0.05 until reap || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          unless reap
+            Process.kill(:KILL, @pid)
+            Process.wait(@pid)
+            @status = :killed
+          end
+        rescue Errno::ESRCH, Errno::ECHILD
+          nil
+        end
+      end
+      logged_pids.each do |pid|
+        next if pid == @pid || !self.class.alive?(pid)
+
+        Process.kill(:KILL, pid) if Process.getpgid(pid) == @pid
+      rescue Errno::ESRCH
+        nil
+      end
+      FileUtils.rm_rf(@dir) unless ENV["HERD_KEEP_APP_DIRS"] == "1"
+    end
+
+    # @return [Boolean] alive and not a zombie
+    def self.alive?(pid)
+      File.read("/proc/#{pid}/stat").split(") ").last.split.first != "Z"
+    rescue Errno::ENOENT, Errno::ESRCH
+      false
+    end
+
+    # @return [Boolean] whether anything listens on 127.0.0.1:port
+    def self.listening?(port)
+      hex = format("%04X", port)
+      %w[/proc/net/tcp /proc/net/tcp6].any? do |table|
+        File.readlines(table).drop(1).any? do |row|
+          fields = row.split
+          fields[1].end_with?(":#{hex}") && fields[3] == "0A" # TCP_LISTEN
+        end
+      end
+    end
+  end
+end
