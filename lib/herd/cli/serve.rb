@@ -69,6 +69,9 @@ module Herd
         config.subreaper = false if ENV["HERD_NO_SUBREAPER"] == "1"
         flags.each { |flag| flag.call(config) }
         config.validate!
+        # HUP reads the file again, with the same flags on top.
+        config.reloader = -> { build(file, rackup, flags) }
+        config
       end
 
       # A config file that requires a gem fails in the lean monitor: load

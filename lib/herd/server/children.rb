@@ -61,6 +61,13 @@ module Herd
         @all.find { |child| child.link&.io == io }
       end
 
+      # Sends `signal` to a child that told us its pid; a child already gone is no error.
+      def signal(child, signal)
+        Process.kill(signal, child.pid) if child.pid
+      rescue Errno::ESRCH
+        nil
+      end
+
       # @return [Array<IO>] every link's descriptor (a new child closes them all but its own)
       def ios
         @all.filter_map { |child| child.link&.io unless child.link&.closed? }

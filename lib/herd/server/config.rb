@@ -17,7 +17,10 @@ module Herd
 
       attr_reader :hooks, :listen_specs, :http_options
       attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
-        :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable, :out_of_band_gc
+        :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable, :out_of_band_gc,
+        :stdout_path, :stderr_path, :pidfile
+      # @return [#call, nil] builds this config again from its sources (HUP)
+      attr_accessor :reloader
 
       def initialize
         @rackup = "config.ru"
@@ -33,6 +36,10 @@ module Herd
         @refork_after = false
         @refork_max_unavailable = 1
         @out_of_band_gc = OutOfBandGC::DEFAULT_OBJECTS
+        @stdout_path = nil
+        @stderr_path = nil
+        @pidfile = nil
+        @reloader = nil
         @listen_specs = []
         @http_options = {}
         @hooks = Hooks.new
@@ -182,6 +189,23 @@ module Herd
         # An access log: a path, an IO, or nil for none (the default).
         def access_log(target)
           @config.access_log = target
+        end
+
+        # Where stdout goes: a file opened for append, reopened on USR1
+        # (logrotate). Default: wherever herd's stdout already goes.
+        def stdout_path(path)
+          @config.stdout_path = path
+        end
+
+        # Where stderr goes, herd's own log included; reopened on USR1.
+        def stderr_path(path)
+          @config.stderr_path = path
+        end
+
+        # A file the monitor writes its pid to (and removes when it stops),
+        # for `kill -USR1 $(cat FILE)` from logrotate or a deploy script.
+        def pidfile(path)
+          @config.pidfile = path
         end
 
         # HTTP limits: max_request_line, max_header_count, max_header_bytes,

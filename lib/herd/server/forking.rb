@@ -3,6 +3,7 @@
 require_relative "../fork_hook"
 require_relative "../fork_safety"
 require_relative "../linux"
+require_relative "../process_exit"
 
 module Herd
   module Server
@@ -16,12 +17,24 @@ module Herd
       # After a double fork our parent is the monitor (the subreaper) only once
       # the middle process has exited: wait for that, then ask to die with the
       # monitor. PR_SET_PDEATHSIG set earlier would fire at the middle
-      # process's exit. Exits if the monitor is already gone.
+      # process's exit. When the middle process is gone and our parent is not
+      # the monitor, the monitor died (we were adopted by PID 1 or another
+      # subreaper): exit at once, or we would hold the listeners open.
       def await_adoption(monitor_pid, timeout)
+        middle = Process.ppid
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-        sleep 0.001 while Process.ppid != monitor_pid && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+        while (parent = Process.ppid) == middle && parent != monitor_pid
+          orphaned! if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+          sleep 0.001
+        end
         Linux.parent_death_signal("KILL")
-        exit!(1) if Process.ppid != monitor_pid
+        orphaned! if Process.ppid != monitor_pid
+      end
+
+      # The monitor is gone: nobody will ever ask us for anything.
+      def orphaned!
+        ProcessExit.now(1)
       end
 
       # Forks a process whose parent will be the monitor (under a subreaper):

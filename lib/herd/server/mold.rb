@@ -8,6 +8,9 @@ require_relative "context"
 require_relative "role_accessors"
 require_relative "link"
 require_relative "worker"
+require_relative "child_signals"
+require_relative "log_files"
+require_relative "../process_exit"
 
 module Herd
   module Server
@@ -33,16 +36,17 @@ module Herd
         @separate = true
         serve_as_mold(link) do
           Linux.parent_death_signal("KILL")
-          exit!(1) if Process.ppid != @context.monitor_pid
+          Forking.orphaned! if Process.ppid != @context.monitor_pid
         end
       end
 
       # The life of a mold forked from a warmed worker (reforking): the app
       # is loaded and warm already. Never returns.
-      def run_promoted(link, app)
+      # @param inherited_signals [ChildSignals] the worker's, closed once ours are set
+      def run_promoted(link, app, inherited_signals)
         @app = app
         @promoted = true
-        serve_as_mold(link) { Forking.await_adoption(@context.monitor_pid, config.spawn_timeout) }
+        serve_as_mold(link, inherited_signals) { Forking.await_adoption(@context.monitor_pid, config.spawn_timeout) }
       end
 
       # Loads the app and prepares the heap (also used in-process by a
@@ -64,10 +68,11 @@ module Herd
       # @return [Integer, nil] the worker's pid (single fork) or nil
       def spawn_worker(number, generation, worker_io, double_fork:, in_child:)
         hooks.run(:before_fork, log, role, @context, WorkerInfo.new(number: number, generation: generation, requests: 0))
+        signals = @signals
         start = proc do
           in_child.call
           Worker.new(number: number, generation: generation, link: Link.new(worker_io), listeners: @listeners,
-            app: @app, context: @context).run
+            app: @app, context: @context).run(signals)
         end
         pid = double_fork ? Forking.double_fork(&start) : Forking.fork_quietly(&start)
         worker_io.close
@@ -76,39 +81,62 @@ module Herd
 
       private
 
-      def serve_as_mold(link)
+      def serve_as_mold(link, inherited_signals = nil)
         @link = link
         @info.pid = Process.pid
         Process.setproctitle("herd mold (gen #{@info.generation})")
         yield
-        trap("TERM") { exit!(0) }
-        trap("INT") { exit!(0) }
-        trap("QUIT") { exit!(0) }
-        %w[TTIN TTOU USR2 HUP].each { |name| trap(name, "DEFAULT") }
-        Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io)
+        @signals = ChildSignals.new(log, role, @context.monitor_pid)
+        inherited_signals&.close
+        Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io, @signals.io)
         @link.send_message([:hello, Process.pid, nil, @info.generation])
         boot
         @link.send_message([:ready])
         serve_requests
-        exit!(0)
+        ProcessExit.graceful(0)
+      rescue SystemExit
+        raise
       rescue Exception => e # rubocop:disable Lint/RescueException -- report why the mold did not boot, then leave
-        raise if e.is_a?(SystemExit)
-
         log.error(role, "failed", e)
         @link&.send_message([:boot_failed, "#{e.class}: #{e.message}"])
-        exit!(1)
+        ProcessExit.now(1)
       end
 
+      # Spawn requests from the monitor, and signals, until told to stop. A
+      # stop, like QUIT, is graceful: the app's at_exit hooks run here too,
+      # as in the process that loaded the app under Unicorn or Puma.
       def serve_requests
-        while (message = @link.receive)
-          case message.first
-          when :spawn_worker
-            _, number, generation = message
-            io = @link.take_io
-            spawn_worker(number, generation, io, double_fork: true, in_child: -> { @link.io.close }) if io
-          when :stop then break
-          end
+        loop do
+          ready, = IO.select([@link.io, @signals.io])
+          return if ready.include?(@signals.io) && !carry_on?(@signals.take)
+          next unless ready.include?(@link.io)
+
+          messages, closed = @link.read_ready
+          return if closed || !carry_on?(messages.map { |message| on_message(message) })
         end
+      end
+
+      # @return [Symbol, nil] :stop, :reopen_logs or nothing left to do
+      def on_message(message)
+        case message.first
+        when :spawn_worker
+          _, number, generation = message
+          io = @link.take_io
+          spawn_worker(number, generation, io, double_fork: true, in_child: -> { @link.io.close }) if io
+          nil
+        when :reopen_logs, :stop then message.first
+        end
+      end
+
+      # @param actions [Array<Symbol, nil>]
+      # @return [Boolean] false once a stop was asked for
+      def carry_on?(actions)
+        actions.each do |action|
+          return false if action == :stop
+
+          LogFiles.reopen_and_log(log, role) if action == :reopen_logs
+        end
+        true
       end
 
       # A mold's heap is the template of every worker: promote young objects.

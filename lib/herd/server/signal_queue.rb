@@ -35,12 +35,19 @@ module Herd
         names
       end
 
-      # In a forked child: default handlers back (the child sets its own) and
-      # the pipe closed, so a signal to the child never writes into it.
+      # In a process forked by the monitor, before it sets its own handlers:
+      # a signal in between is ignored rather than written into a pipe this
+      # process is about to close (or taking its default action: USR1 and
+      # HUP terminate, TTIN stops).
       def reset_in_child
-        @previous.each_key { |name| trap(name, "DEFAULT") }
-        @reader.close
-        @writer.close
+        @previous.each_key { |name| trap(name, (name == "CHLD") ? "DEFAULT" : "IGNORE") }
+        close
+      end
+
+      # Closes the pipe (in a child that set handlers of its own).
+      def close
+        @reader.close unless @reader.closed?
+        @writer.close unless @writer.closed?
       end
     end
   end

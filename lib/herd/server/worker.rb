@@ -6,6 +6,9 @@ require_relative "role_accessors"
 require_relative "access_log"
 require_relative "forking"
 require_relative "out_of_band_gc"
+require_relative "child_signals"
+require_relative "log_files"
+require_relative "../process_exit"
 require_relative "../fork_safety"
 
 module Herd
@@ -30,11 +33,13 @@ module Herd
       end
 
       # Serves until told to stop or orphaned; never returns.
-      def run
+      # @param inherited_signals [ChildSignals, nil] the mold's, closed once ours are set
+      def run(inherited_signals = nil)
         title
         adopted_by_monitor
-        trap_signals
-        Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io)
+        @signals = ChildSignals.new(log, role, @context.monitor_pid)
+        inherited_signals&.close
+        Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io, @signals.io)
         # First, so that the monitor can kill us if what follows hangs.
         @link.send_message([:hello, Process.pid, @info.number, @info.generation])
         ForkSafety.on_unsafe { |reason| @link.send_message([:fork_unsafe, reason]) }
@@ -48,10 +53,14 @@ module Herd
         hooks.run(:after_worker_ready, log, role, @context, @info)
         serve
         hooks.run(:before_worker_exit, log, role, @context, @info)
-        exit!(0)
+        # Ruby's exit: the app's at_exit hooks run and its IO buffers are
+        # flushed, as when a Unicorn, Puma or Pitchfork worker stops.
+        ProcessExit.graceful(0)
+      rescue SystemExit # ProcessExit.graceful above, or the app called exit: a graceful end
+        raise
       rescue Exception => e # rubocop:disable Lint/RescueException -- log why, then leave; the monitor replaces us
-        log.error(role, "crashed", e) unless e.is_a?(SystemExit) || e.is_a?(SignalException)
-        exit!(1)
+        log.error(role, "crashed", e) unless e.is_a?(SignalException)
+        ProcessExit.now(1)
       end
 
       private
@@ -60,16 +69,16 @@ module Herd
         Forking.await_adoption(@context.monitor_pid, config.spawn_timeout)
       end
 
-      def trap_signals
-        trap("QUIT") { @stopping = true }
-        trap("TERM") { exit!(0) }
-        trap("INT") { exit!(0) }
-        %w[TTIN TTOU USR2 HUP CHLD].each { |name| trap(name, "DEFAULT") }
+      # Signals are acted on between requests, like the monitor's messages.
+      def handle_signals
+        @signals.take.each do |action|
+          (action == :stop) ? @stopping = true : LogFiles.reopen_and_log(log, role)
+        end
       end
 
       def serve
         sockets = @listeners.to_h { |listener| [listener.socket, listener] }
-        watched = sockets.keys + [@link.io]
+        watched = sockets.keys + [@link.io, @signals.io]
         until @stopping
           ready, = IO.select(watched, nil, nil, 1)
           next title unless ready # idle: let ps show the count of the last burst
@@ -77,7 +86,10 @@ module Herd
           ready.each do |io|
             break if @stopping
 
-            (io == @link.io) ? read_link : accept(sockets.fetch(io))
+            if io == @link.io then read_link
+            elsif io == @signals.io then handle_signals
+            else accept(sockets.fetch(io))
+            end
           end
         end
       end
@@ -102,6 +114,7 @@ module Herd
 
         @link_read_at = now
         read_link
+        handle_signals
       end
 
       def serve_client(client, remote, listener)
@@ -145,13 +158,14 @@ module Herd
         messages.each do |message|
           case message.first
           when :stop then @stopping = true
+          when :reopen_logs then LogFiles.reopen_and_log(log, role)
           when :promote then promote(message[1], @link.take_io)
           end
         end
         return unless closed
 
         log.info(role, "the monitor is gone; exiting")
-        exit!(0)
+        ProcessExit.now(0)
       end
 
       # Forks the next mold from this warmed process, as a sibling (double
@@ -169,10 +183,11 @@ module Herd
 
         mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
         access_log = @access_log
+        signals = @signals
         Forking.double_fork do
           @link.io.close
           access_log&.close # the new mold's workers open their own
-          mold.run_promoted(Link.new(mold_io), @app)
+          mold.run_promoted(Link.new(mold_io), @app, signals)
         end
         mold_io.close
       end

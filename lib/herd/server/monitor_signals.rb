@@ -1,0 +1,99 @@
+# frozen_string_literal: true
+
+require_relative "../clock"
+require_relative "log_files"
+require_relative "signal_queue"
+require_relative "systemd"
+
+module Herd
+  module Server
+    # What each signal to the monitor means (docs/SIGNALS.md). Every signal
+    # whose default action would end the monitor is caught: an operator's
+    # stray signal is logged and ignored, never a silent death of the whole
+    # server. (SIGKILL and SIGSTOP cannot be caught; SEGV, BUS, ILL, FPE and
+    # VTALRM are Ruby's own.)
+    module MonitorSignals
+      # Caught and logged, nothing else: their default action is to terminate.
+      IGNORED = %w[ALRM PROF IO PWR XCPU XFSZ].freeze
+      SIGNALS = (%w[QUIT TERM INT TTIN TTOU CHLD USR1 USR2 HUP WINCH] + IGNORED).freeze
+      IMMEDIATE_GRACE = 2
+
+      private
+
+      def on_signal(signal)
+        case signal
+        when "QUIT", "TERM" then stop(:graceful, signal)
+        when "INT" then stop(:immediate, signal)
+        when "TTIN" then resize(@target + 1)
+        when "TTOU" then resize([@target - 1, 0].max)
+        when "USR1" then reopen_logs
+        when "USR2" then @rollout.refork("USR2") if @state == :running
+        when "HUP" then reload
+        when "CHLD", "WINCH" then nil # reaped every tick; a terminal resized
+        else @log.info(Monitor::ROLE, "SIG#{signal} ignored")
+        end
+      end
+
+      def resize(target)
+        return if @state != :running || target == @target
+
+        @log.info(Monitor::ROLE, "workers: #{@target} -> #{target}")
+        @target = target
+      end
+
+      # Ours at once; each child reopens its own (a worker between requests).
+      def reopen_logs
+        reopened = LogFiles.reopen
+        @log.info(Monitor::ROLE, "USR1: reopened #{reopened.empty? ? "no file (none was renamed)" : reopened.join(", ")}; " \
+          "telling #{@children.count} process(es)")
+        @children.each { |child| child.link.send_message([:reopen_logs]) unless child.link.closed? }
+      end
+
+      # HUP: the config file read again and a fresh mold booted from
+      # config.ru; the workers roll onto it once it is ready.
+      def reload
+        return unless @state == :running
+        return @log.info(Monitor::ROLE, "HUP ignored: plain preload (no subreaper) cannot reload; restart the service") if @spawner.local_mold
+        if @config.app
+          return @log.info(Monitor::ROLE, "HUP ignored: this server was given an app object (rackup, rails server), " \
+            "not a file it can load again; restart it to load new code")
+        end
+
+        reread_config
+        @rollout.reload("HUP")
+      end
+
+      # A config that does not load keeps the old one: the new code still
+      # boots, with the settings that are running.
+      def reread_config
+        return unless @config.reloader
+
+        fresh = @config.reloader.call
+        if fresh.listeners.map(&:address) != @config.listeners.map(&:address)
+          @log.info(Monitor::ROLE, "HUP: listeners changed in the config file; keeping #{@listeners.join(", ")} (a restart binds new ones)")
+        end
+        @log.info(Monitor::ROLE, "HUP: workers: #{@target} -> #{fresh.workers}") if fresh.workers != @target
+        @target = fresh.workers
+        @config = @context.config = fresh
+      rescue Herd::Error, ScriptError, StandardError => e
+        @log.error(Monitor::ROLE, "HUP: the config file did not load (#{e.message}); keeping the running settings")
+      end
+
+      def stop(how, signal = nil)
+        return if @state == :stopping && how == :graceful
+
+        @state = :stopping
+        Systemd.notify("STOPPING=1")
+        if how == :graceful
+          @log.info(Monitor::ROLE, "#{signal}: graceful stop, waiting up to #{@config.shutdown_timeout}s for requests in flight")
+          @children.each { |child| child.link.send_message([:stop]) unless child.link.closed? }
+          @deadlines.stop_within(@config.shutdown_timeout)
+        else
+          @log.info(Monitor::ROLE, "#{signal || "giving up"}: immediate stop")
+          @children.each { |child| @children.signal(child, :TERM) }
+          @deadlines.stop_within(IMMEDIATE_GRACE)
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,205 @@
+# frozen_string_literal: true
+
+require_relative "../clock"
+require_relative "backoff"
+
+module Herd
+  module Server
+    # Moving the server from one generation to the next, for both ways a new
+    # mold comes:
+    #
+    # - a refork (USR2, `refork_after`, a mold that died): the warmest
+    #   fork-safe worker forks the next mold, so the app stays warm;
+    # - a reload (HUP): a fresh mold forked from the monitor loads config.ru,
+    #   so the code on disk now.
+    #
+    #   idle ──start──► pending (the new mold boots; the current generation serves)
+    #     ▲                │ ready: it is the current generation; older molds stop
+    #     │                ▼
+    #     └─── rolling: older workers stop refork_max_unavailable at a time,
+    #                   the new mold forks their replacements
+    #
+    # A new mold that fails leaves the current generation serving; a failed
+    # refork is retried after a growing pause, a failed reload is not (the
+    # next HUP tries again).
+    class Rollout
+      attr_reader :generation
+
+      # @param children [Children]
+      # @param context [Context] its config may be replaced by a reload
+      # @param spawner [Spawner]
+      # @param workload [Workload]
+      def initialize(children:, context:, spawner:, workload:)
+        @children = children
+        @context = context
+        @spawner = spawner
+        @workload = workload
+        @generation = 0
+        @newest = 0
+        @pending = nil
+        @failures_by_candidate = Hash.new(0)
+        @backoff = Backoff.new(base: 1.0, max: 30)
+        @next_refork_at = 0.0
+      end
+
+      # @return [Boolean] whether a new mold is on its way
+      def pending?
+        !@pending.nil?
+      end
+
+      # @return [Boolean] whether `child` is the mold on its way
+      def pending_mold?(child)
+        !@pending.nil? && child.equal?(@pending)
+      end
+
+      # @return [Integer] the generation of a mold booted from config.ru to
+      #   replace a dead one (the first mold is generation 0)
+      def fresh_generation
+        @generation = (@children.any? ? (@newest += 1) : @newest)
+      end
+
+      # `refork_after`: the busiest worker of the current generation reached
+      # this generation's count.
+      def consider_refork
+        schedule = config.refork_after
+        return if pending? || Clock.now < @next_refork_at || !schedule || @spawner.local_mold
+
+        threshold = schedule[[@generation, schedule.size - 1].min]
+        busiest = current_workers.max_by { |child| @workload.requests(child) }
+        count = busiest && @workload.requests(busiest)
+        refork("#{count} requests") if count && count >= threshold
+      end
+
+      # @return [Boolean] whether a promotion was asked for
+      def refork(reason)
+        return false if pending? || @spawner.local_mold
+
+        candidate = promotion_candidates.first
+        unless candidate
+          log("refork (#{reason}): no fork-safe worker to promote; generation #{@generation} keeps serving")
+          @next_refork_at = Clock.now + 5
+          return false
+        end
+        promote(candidate, reason)
+      end
+
+      # Boots a fresh mold from config.ru; the current generation serves
+      # until it is ready.
+      # @return [Boolean] whether a mold was spawned
+      def reload(reason)
+        if pending?
+          log("#{reason}: a new mold (gen #{@pending.generation}) is already booting; try again once it is ready")
+          return false
+        end
+        @pending = @spawner.spawn_mold(@newest += 1)
+        @kind = :reload
+        log("#{reason}: booting mold (gen #{@pending.generation}) from #{config.rackup}; " \
+          "generation #{@generation} serves meanwhile")
+        true
+      end
+
+      # A mold said it is ready. The pending one becomes the current
+      # generation: the other molds go, and roll_out replaces older workers.
+      def mold_ready(mold)
+        return unless pending_mold?(mold)
+
+        @pending = nil
+        @generation = mold.generation
+        @next_refork_at = 0.0
+        @backoff.reset if @kind == :reload
+        log("mold (gen #{mold.generation}) ready; replacing older workers " \
+          "#{config.refork_max_unavailable} at a time")
+        @children.molds.each do |child|
+          next if child.equal?(mold) || child.state == :stopping
+
+          child.state = :stopping
+          child.link.send_message([:stop])
+        end
+      end
+
+      # The pending mold died or never said it was ready.
+      def failed(mold, why)
+        return unless pending_mold?(mold)
+
+        @pending = nil
+        if @kind == :reload
+          error = @context.log
+          error.error(Monitor::ROLE, "reload failed: mold (gen #{mold.generation}) #{why}" \
+            "#{" (#{@last_boot_error})" if @last_boot_error}; generation #{@generation} keeps serving the code it has")
+          return
+        end
+        @failures_by_candidate[@candidate&.pid] += 1
+        delay = @backoff.failure!
+        @next_refork_at = Clock.now + delay
+        log("refork to generation #{mold.generation} failed (#{why}); generation #{@generation} " \
+          "keeps serving; next attempt in #{delay.round(1)}s")
+      end
+
+      # Why the last mold's app did not load (its :boot_failed message).
+      attr_writer :last_boot_error
+
+      # The worker asked to fork `mold` was no longer fork safe: not a failed
+      # refork (no back-off); the next warmest worker is asked at once.
+      # @param running [Boolean] whether the server still runs
+      def refused(mold, reason, running:)
+        return unless pending_mold?(mold)
+
+        @candidate.fork_unsafe = true
+        @children.delete(mold)
+        @pending = nil
+        log("#{@candidate} refused promotion (not fork safe: #{reason})#{"; trying another worker" if running}")
+        refork("retry") if running
+      end
+
+      # Old-generation workers stop (gracefully) at most
+      # refork_max_unavailable at a time; the monitor spawns their
+      # replacements from the current mold.
+      # @param target [Integer] how many workers the server runs
+      def roll_out(target)
+        old = @children.workers.select { |child| child.generation < @generation }
+        return if old.empty? || @children.molds.none? { |child| child.ready? && child.generation == @generation }
+
+        missing = ((0...target).to_a - @children.workers.map(&:number)).size
+        unavailable = @children.workers.count { |child| child.state != :ready } + missing
+        old.select(&:ready?).first([config.refork_max_unavailable - unavailable, 0].max).each do |child|
+          child.state = :stopping
+          child.link.send_message([:stop])
+        end
+      end
+
+      # @return [Array<Child>] ready fork-safe workers, the warmest first
+      #   (most requests served, fewest failed promotions)
+      def promotion_candidates
+        @children.workers.select { |child| child.ready? && !child.fork_unsafe }
+          .sort_by { |child| [@failures_by_candidate[child.pid], -@workload.requests(child)] }
+      end
+
+      private
+
+      def promote(candidate, reason)
+        mold = @spawner.promote(candidate, @newest + 1)
+        return false unless mold
+
+        @newest += 1
+        @pending = mold
+        @kind = :refork
+        @candidate = candidate
+        log("refork (#{reason}): promoting #{candidate} with #{@workload.requests(candidate)} requests " \
+          "to mold (gen #{mold.generation})")
+        true
+      end
+
+      def current_workers
+        @children.workers.select { |child| child.ready? && child.generation == @generation }
+      end
+
+      def config
+        @context.config
+      end
+
+      def log(message)
+        @context.log.info(Monitor::ROLE, message)
+      end
+    end
+  end
+end

@@ -1,0 +1,93 @@
+# frozen_string_literal: true
+
+require_relative "../clock"
+require_relative "children"
+require_relative "forking"
+require_relative "link"
+require_relative "mold"
+
+module Herd
+  module Server
+    # Starts the monitor's children: a mold forked from the monitor (it
+    # loads config.ru, so it runs the code on disk now), and workers, which
+    # the current mold forks on request (or the monitor itself, when it
+    # loaded the app because there is no subreaper).
+    class Spawner
+      # @param children [Children]
+      # @param context [Context]
+      # @param listeners [Array<Listener>]
+      # @param signals [SignalQueue] the monitor's, reset in every child
+      # @param workload [Workload]
+      def initialize(children:, context:, listeners:, signals:, workload:)
+        @children = children
+        @context = context
+        @listeners = listeners
+        @signals = signals
+        @workload = workload
+      end
+
+      # The monitor loads the app itself (no subreaper): it is the mold.
+      # @return [Mold, nil]
+      attr_reader :local_mold
+
+      def boot_local_mold(generation)
+        @local_mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
+        @local_mold.boot
+      end
+
+      # @return [Child] the new mold, spawning
+      def spawn_mold(generation)
+        mine, theirs = Link.pair
+        mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
+        pid = Forking.fork_quietly do
+          leave_monitor([mine.io])
+          mold.run(theirs)
+        end
+        theirs.close
+        @context.log.info(Monitor::ROLE, "mold (gen #{generation}) spawned as pid #{pid}")
+        @children.add(Child.new(role: :mold, generation: generation, pid: pid, link: mine, state: :spawning,
+          spawned_at: Clock.now))
+      end
+
+      # Asks `mold` (or the local mold) for worker `number`.
+      # @return [Child, nil] nil when the mold is gone
+      def spawn_worker(number, generation, mold)
+        @workload.reset(number)
+        mine, theirs = Link.pair
+        child = Child.new(role: :worker, number: number, generation: generation, link: mine, state: :spawning,
+          spawned_at: Clock.now, requests: 0)
+        if mold
+          sent = mold.link.send_message([:spawn_worker, number, generation], io: theirs.io)
+          theirs.close
+          return mine.close && nil unless sent
+        else
+          child.pid = @local_mold.spawn_worker(number, generation, theirs.io, double_fork: false,
+            in_child: -> { leave_monitor([mine.io]) })
+        end
+        @children.add(child)
+      end
+
+      # Asks a warmed worker to fork the next mold.
+      # @return [Child, nil] the new mold, spawning; nil when the worker is gone
+      def promote(worker, generation)
+        mine, theirs = Link.pair
+        sent = worker.link.send_message([:promote, generation], io: theirs.io)
+        theirs.close
+        return mine.close && nil unless sent
+
+        @children.add(Child.new(role: :mold, generation: generation, link: mine, state: :spawning,
+          spawned_at: Clock.now, requests: 0))
+      end
+
+      private
+
+      # First thing in a child forked by the monitor: none of the monitor's
+      # signal handlers, and none of its links to other children (a sibling
+      # holding one would hide that child's death from us).
+      def leave_monitor(extra_ios)
+        @signals.reset_in_child
+        (@children.ios + extra_ios).each { |io| io.close unless io.closed? }
+      end
+    end
+  end
+end
