@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "securerandom"
 require_relative "app_server"
 
 module Herd
@@ -20,7 +21,7 @@ module Herd
     def setup
       super
       @requests = []
-      @run = "#{Process.pid.to_s(36)}#{rand(36**4).to_s(36)}"
+      @run = SecureRandom.hex(4) # not rand: minitest seeds it, every test would get the same
       @checks = []
       @notes = []
     end
