@@ -83,21 +83,8 @@ class FaultReforkLoadTest < Herd::Test
     generation
   end
 
-  # Waits until the tree is one mold of `generation` (or newer) and all its
-  # workers: the old ones rolled over and gone.
-  def settle(generation, timeout: 30)
-    deadline = now + timeout
-    loop do
-      workers = live_workers(@server)
-      mold = current_mold(@server)
-      titles = child_titles(@server)
-      settled = workers.size == WORKERS && workers.values.all? { |worker| worker[:generation] == mold&.first } &&
-        mold && mold.first >= generation && titles.size == WORKERS + 1
-      return if settled
-      flunk "the tree did not settle on generation #{generation}: #{titles}; log:\n#{log_tail(@server)}" if now > deadline
-
-      sleep 0.02
-    end
+  def settle(generation)
+    super(@server, workers: WORKERS, generation: generation)
   end
 
   # Stops the load, reports, and asserts that nothing failed.

@@ -111,6 +111,35 @@ module Herd
       end
     end
 
+    # Waits until the tree is one mold (of `generation` or newer) and
+    # `workers` workers of that mold's generation: old ones rolled over and
+    # gone, every process alive and not stopped.
+    def settle(server, workers:, generation: 0, timeout: 30)
+      deadline = now + timeout
+      loop do
+        live = live_workers(server)
+        mold = current_mold(server)
+        titles = child_titles(server)
+        settled = mold && mold.first >= generation && live.size == workers &&
+          live.values.all? { |worker| worker[:generation] == mold.first } && titles.size == workers + 1 &&
+          server.descendants.none? { |pid| state(pid) == "T" }
+        return titles if settled
+        if now > deadline
+          raise Minitest::Assertion, "the tree did not settle on #{workers} workers of generation #{generation} or newer: " \
+            "#{titles}; log:\n#{log_tail(server)}"
+        end
+
+        sleep 0.02
+      end
+    end
+
+    # @return [String, nil] the process state letter (R, S, T, Z...) from /proc
+    def state(pid)
+      File.read("/proc/#{pid}/stat").split(") ").last.split.first
+    rescue Errno::ENOENT, Errno::ESRCH
+      nil
+    end
+
     # Pids still in the monitor's process group (every herd process is) once
     # they had up to `timeout` seconds to go.
     def processes_left(server, timeout: 5)
