@@ -115,12 +115,13 @@ class FaultSignalBurstTest < Herd::Test
   # from the log).
   def back_to(workers)
     loop do
-      target = @server.lines.dup.grep(/monitor: workers: \d+ -> (\d+)/).last&.then { |line| Integer(line[/-> (\d+)/, 1]) } || workers
+      # "workers: 2 -> 3" (TTIN), or "HUP: workers: 3 -> 2" (a reload goes back to the configured count)
+      target = @server.lines.dup.grep(/monitor: (?:\w+: )?workers: \d+ -> \d+/).last&.then { |line| Integer(line[/-> (\d+)/, 1]) } || workers
       return if target == workers
 
       mark = @server.mark
       @server.signal((target < workers) ? "TTIN" : "TTOU")
-      @server.wait_for(/monitor: workers: #{target} -> \d+/, after: mark)
+      @server.wait_for(/monitor: (?:\w+: )?workers: #{target} -> \d+/, after: mark)
     end
   end
 
