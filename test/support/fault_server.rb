@@ -93,7 +93,7 @@ module Herd
     def child_titles(server)
       tree = Memory::ProcessTree.new
       server.descendants.select { |pid| ServerHarness.alive?(pid) && tree.ppid(pid) == server.pid }
-        .map { |pid| tree.title(pid).sub(/ requests=\d+/, "") }.sort
+        .filter_map { |pid| tree.title(pid)&.sub(/ requests=\d+/, "") }.sort # nil: gone since listed
     end
 
     # Waits (bounded) until the monitor's children are one mold and
