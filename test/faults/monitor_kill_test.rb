@@ -12,13 +12,14 @@ require "json"
 # HERD_FAULT_SEED=N replays a run's moments and delays.
 class FaultMonitorKillTest < Herd::Test
   RUNNER = File.expand_path("../support/fault_runner.rb", __dir__)
-  # moment => [rounds, delay range after it in seconds]. A spawn takes
-  # ~50-150 ms, a refork ~0.5-1 s on a 2-core machine.
+  # moment => [rounds, delay range after it in seconds]. A worker is
+  # double-forked and adopted ~10-60 ms after TTIN, a refork takes ~0.5-1 s
+  # on a 2-core machine. A quarter of each moment's rounds have no delay.
   PLAN = {
     "idle" => [12, 0.0..0.3],
     "boot" => [8, 0.0..0.4],
-    "spawn" => [24, 0.0..0.15],
-    "refork" => [20, 0.0..0.9]
+    "spawn" => [28, 0.0..0.06],
+    "refork" => [22, 0.0..0.9]
   }.freeze
   # Runners at once (a boot is mostly one core's work): the rounds are split
   # between them.
