@@ -54,9 +54,12 @@ module Herd
         raise ConfigError, "cannot read config file #{path}: #{e.message}"
       rescue ConfigError
         raise
+      rescue NoMethodError => e
+        raise unknown_setting(e, path) if e.receiver.is_a?(DSL)
+
+        raise ConfigError, "config file #{where(e, path)}: #{e.class}: #{e.message}"
       rescue ScriptError, StandardError => e
-        where = e.backtrace&.find { |line| line.start_with?(path) }
-        raise ConfigError, "config file #{where || path}: #{e.class}: #{e.message}"
+        raise ConfigError, "config file #{where(e, path)}: #{e.class}: #{e.message}"
       end
 
       # @return [Array<Listener::Spec>] the listeners to bind (the default when none given)
@@ -96,6 +99,23 @@ module Herd
       end
 
       private
+
+      # "path:line", the line of the config file where `error` was raised
+      def where(error, path)
+        line = error.backtrace_locations&.find { |location| location.path == path }&.lineno
+        line ? "#{path}:#{line}" : path
+      end
+
+      # A typo names the setting and its line, not the whole Config object.
+      def unknown_setting(error, path)
+        settings = DSL.public_instance_methods(false).map(&:to_s)
+        require "did_you_mean"
+        guess = DidYouMean::SpellChecker.new(dictionary: settings).correct(error.name.to_s).first
+        ConfigError.new("unknown setting `#{error.name}` (#{where(error, path)})" \
+          "#{guess ? "; did you mean `#{guess}`?" : "; see docs/CONFIGURATION.md"}")
+      rescue LoadError
+        ConfigError.new("unknown setting `#{error.name}` (#{where(error, path)}); see docs/CONFIGURATION.md")
+      end
 
       def validate_prepare_heap
         return if [true, false].include?(@prepare_heap)

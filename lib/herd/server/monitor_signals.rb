@@ -59,14 +59,14 @@ module Herd
             "not a file it can load again; restart it to load new code")
         end
 
-        reread_config
-        @rollout.reload("HUP")
+        @rollout.reload("HUP") if reread_config
       end
 
-      # A config that does not load keeps the old one: the new code still
-      # boots, with the settings that are running.
+      # A config file that does not load stops the reload: the deploy is
+      # broken, and the running generation keeps serving.
+      # @return [Boolean] whether to go on
       def reread_config
-        return unless @config.reloader
+        return true unless @config.reloader
 
         fresh = @config.reloader.call
         if fresh.listeners.map(&:address) != @config.listeners.map(&:address)
@@ -75,8 +75,11 @@ module Herd
         @log.info(Monitor::ROLE, "HUP: workers: #{@target} -> #{fresh.workers}") if fresh.workers != @target
         @target = fresh.workers
         @config = @context.config = fresh
+        true
       rescue Herd::Error, ScriptError, StandardError => e
-        @log.error(Monitor::ROLE, "HUP: the config file did not load (#{e.message}); keeping the running settings")
+        @log.error(Monitor::ROLE, "HUP: the config file did not load (#{e.message}); no reload, " \
+          "generation #{@rollout.generation} keeps serving")
+        false
       end
 
       def stop(how, signal = nil)

@@ -1,0 +1,86 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/server_harness"
+
+# HUP: new code and settings from disk, without refusing a request.
+class ServerReloadTest < Herd::Test
+  def self.test_timeout
+    120
+  end
+
+  def app(version)
+    %(run ->(env) { [200, {"content-type" => "text/plain"}, ["#{version} \#{Process.pid}"]] }\n)
+  end
+
+  def teardown
+    @load&.each(&:kill)
+    @server&.cleanup
+  end
+
+  # Clients that keep requesting until stopped; every response recorded.
+  def start_load(clients = 4)
+    @responses = Queue.new
+    @stop_load = false
+    @load = Array.new(clients) do
+      Thread.new do
+        until @stop_load
+          response = begin
+            @server.get("/")
+          rescue SystemCallError => e
+            "#{e.class}"
+          end
+          @responses << response
+        end
+      end
+    end
+  end
+
+  def stop_load
+    @stop_load = true
+    @load.each(&:join)
+    Array.new(@responses.size) { @responses.pop }
+  end
+
+  def test_HUP_rolls_the_workers_onto_new_code_without_a_failed_request
+    @server = Herd::ServerHarness.new(app: app("v1"), config: "workers 2\n")
+    @server.ready
+    start_load
+    sleep 0.01 while @responses.size < 20
+    File.write(File.join(@server.dir, "config.ru"), app("v2"))
+    File.write(File.join(@server.dir, "herd.rb"), "workers 3\n")
+    @server.signal("HUP")
+    @server.wait_for(/monitor: HUP: workers: 2 -> 3/)
+    @server.wait_for(/monitor: HUP: booting mold \(gen 1\) from config\.ru; generation 0 serves meanwhile/)
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    %w[0 1].each { |n| @server.wait_for(/worker #{n} \(gen 0\), pid \d+ exited with status 0/) }
+    %w[0 1 2].each { |n| @server.wait_for(/worker #{n} \(gen 1\), pid \d+ ready/) }
+    mark = @responses.size
+    sleep 0.01 while @responses.size < mark + 20
+    responses = stop_load
+    failed = responses.reject { |response| response.start_with?("HTTP/1.1 200") }
+    versions = responses.map { |response| response[/v\d/] }
+    puts "\n  HUP under load: #{responses.size} requests, #{failed.size} failed, " \
+      "#{versions.count("v1")} v1, #{versions.count("v2")} v2"
+    assert_empty failed
+    assert_equal ["v2"], versions.last(20).uniq, "every response after the roll is the new code"
+    @server.wait_for(/mold \(gen 0\), pid \d+ exited with status 0/)
+  end
+
+  def test_a_new_mold_that_fails_to_boot_leaves_the_running_generation_serving
+    @server = Herd::ServerHarness.new(app: app("v1"), config: "workers 1\n")
+    @server.ready
+    File.write(File.join(@server.dir, "config.ru"), "raise 'syntax of the day'\n")
+    @server.signal("HUP")
+    @server.wait_for(/monitor: reload failed: mold \(gen 1\) exited with status 1 \(RuntimeError: syntax of the day\); generation 0 keeps serving/)
+    assert_match(/v1/, @server.get("/"))
+    File.write(File.join(@server.dir, "herd.rb"), "workerz 2\n")
+    @server.signal("HUP")
+    @server.wait_for(/monitor: HUP: the config file did not load \(unknown setting `workerz` \(herd\.rb:1\); did you mean `workers`\?\); no reload, generation 0 keeps serving/)
+    File.write(File.join(@server.dir, "herd.rb"), "workers 1\n")
+    File.write(File.join(@server.dir, "config.ru"), app("v3"))
+    @server.signal("HUP")
+    @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
+    assert_match(/v3/, @server.get("/"))
+  end
+end
