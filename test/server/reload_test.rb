@@ -28,7 +28,7 @@ class ServerReloadTest < Herd::Test
           response = begin
             @server.get("/")
           rescue SystemCallError => e
-            "#{e.class}"
+            e.class.to_s
           end
           @responses << response
         end

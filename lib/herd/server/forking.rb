@@ -21,7 +21,9 @@ module Herd
       # the monitor, the monitor died (we were adopted by PID 1 or another
       # subreaper): exit at once, or we would hold the listeners open.
       def await_adoption(monitor_pid, timeout)
-        middle = Process.ppid
+        # Not Process.ppid: the middle process may be gone already, and if
+        # the monitor died first our parent is then PID 1 or a subreaper.
+        middle = @middle_pid || Process.ppid
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
         while (parent = Process.ppid) == middle && parent != monitor_pid
           orphaned! if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
@@ -41,6 +43,7 @@ module Herd
       # the middle process exits at once. Blocks until it has.
       def double_fork(&block)
         middle = fork_quietly do
+          @middle_pid = Process.pid # the grandchild inherits it: see await_adoption
           fork_quietly(&block)
           exit!(0)
         end

@@ -6,7 +6,7 @@ module Herd
     # with its backtrace and contained: it never takes a process down.
     class Hooks
       NAMES = %i[before_fork after_mold_fork after_worker_fork after_worker_ready
-        after_request_complete before_worker_exit after_worker_exit].freeze
+        after_request_complete before_promotion before_worker_exit after_worker_exit].freeze
 
       def initialize
         @blocks = Hash.new { |hash, name| hash[name] = [] }

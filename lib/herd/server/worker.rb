@@ -7,6 +7,7 @@ require_relative "access_log"
 require_relative "forking"
 require_relative "out_of_band_gc"
 require_relative "child_signals"
+require_relative "connection_release"
 require_relative "log_files"
 require_relative "../process_exit"
 require_relative "../fork_safety"
@@ -181,6 +182,7 @@ module Herd
           return refusal.close
         end
 
+        release_connections
         mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
         access_log = @access_log
         signals = @signals
@@ -190,6 +192,16 @@ module Herd
           mold.run_promoted(Link.new(mold_io), @app, signals)
         end
         mold_io.close
+      end
+
+      # What this worker opened while serving must not live on in the next
+      # mold and every worker it forks.
+      def release_connections
+        hooks.run(:before_promotion, log, role, @context, @info)
+        released = ConnectionRelease.release
+        log.info(role, "before promotion: #{released}") if released
+      rescue StandardError => e
+        log.error(role, "releasing connections before promotion failed; promoting anyway", e)
       end
 
       def title
