@@ -200,7 +200,7 @@ module Herd
         hooks.run(:before_promotion, log, role, @context, @info)
         released = ConnectionRelease.release
         log.info(role, "before promotion: #{released}") if released
-      rescue StandardError => e
+      rescue => e
         log.error(role, "releasing connections before promotion failed; promoting anyway", e)
       end
 
