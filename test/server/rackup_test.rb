@@ -5,33 +5,68 @@ require "tmpdir"
 
 # `rackup -s herd` (and so `rails server -u herd`) finds herd's handler.
 class ServerRackupTest < Herd::Test
-  def test_rackup_serves_with_herd
+  # Runs rackup -s herd in `dir`; returns the log lines up to "ready", and
+  # the response to GET /.
+  def rackup(dir, *args)
+    reader, writer = IO.pipe
+    rackup = Gem.bin_path("rackup", "rackup")
+    pid = Process.spawn({"RUBYLIB" => File.join(ROOT, "lib")}, RbConfig.ruby, rackup, "-s", "herd", *args,
+      "config.ru", chdir: dir, err: writer, out: writer, pgroup: true)
+    writer.close
+    lines = []
+    reader.each_line do |line|
+      lines << line
+      break if line.include?("ready: ")
+    end
+    url = lines.join[%r{listening on (http://\S+)}, 1]
+    assert url, "no listening line:\n#{lines.join}"
+    port = Integer(url[/(\d+)\z/])
+    response = TCPSocket.open("127.0.0.1", port) { |socket| socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n") && socket.read }
+    Process.kill(:QUIT, pid)
+    _, status = Process.wait2(pid)
+    pid = nil
+    assert status.success?
+    [lines, response]
+  ensure
+    if pid
+      Process.kill(:KILL, -pid)
+      Process.wait(pid)
+    end
+    reader&.close
+  end
+
+  def in_app_dir
     Dir.mktmpdir do |dir|
       File.write(File.join(dir, "config.ru"), %(run ->(env) { [200, {"content-type" => "text/plain"}, ["via rackup"]] }\n))
-      reader, writer = IO.pipe
-      rackup = Gem.bin_path("rackup", "rackup")
-      pid = Process.spawn({"RUBYLIB" => File.join(ROOT, "lib")}, RbConfig.ruby, rackup, "-s", "herd", "-p", "0",
-        "-O", "Workers=1", "config.ru", chdir: dir, err: writer, out: writer, pgroup: true)
-      writer.close
-      url = nil
-      reader.each_line do |line|
-        url ||= line[%r{listening on (http://\S+)}, 1]
-        break if line.include?("ready: 1 workers")
-      end
-      assert url, "no listening line"
-      port = Integer(url[/(\d+)\z/])
-      response = TCPSocket.open("127.0.0.1", port) { |socket| socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n") && socket.read }
+      yield dir
+    end
+  end
+
+  def test_rackup_serves_with_herd
+    in_app_dir do |dir|
+      lines, response = rackup(dir, "-p", "0", "-O", "Workers=1")
       assert_match(/via rackup\z/, response)
-      Process.kill(:QUIT, pid)
-      _, status = Process.wait2(pid)
-      pid = nil
-      assert status.success?
-    ensure
-      if pid
-        Process.kill(:KILL, -pid)
-        Process.wait(pid)
-      end
-      reader&.close
+      assert_match(/ready: 1 workers/, lines.last)
+    end
+  end
+
+  def test_a_port_flag_replaces_the_config_files_listeners
+    in_app_dir do |dir|
+      File.write(File.join(dir, "herd.rb"), "workers 1\nlisten 'unix:#{dir}/file.sock'\n")
+      lines, = rackup(dir, "-p", "0", "-O", "Config=herd.rb")
+      assert_equal 1, lines.grep(/listening on/).size, lines.join
+      refute_match(/file\.sock/, lines.join)
+      assert_match(/settings: config file herd\.rb, listeners from a flag/, lines.join)
+    end
+  end
+
+  def test_config_herd_rb_is_read_without_being_named
+    in_app_dir do |dir|
+      FileUtils.mkdir_p(File.join(dir, "config"))
+      File.write(File.join(dir, "config", "herd.rb"), "workers 1\n")
+      lines, = rackup(dir, "-p", "0")
+      assert_match(/settings: config file config\/herd\.rb/, lines.join)
+      assert_match(/ready: 1 workers/, lines.last)
     end
   end
 end

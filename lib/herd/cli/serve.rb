@@ -3,6 +3,7 @@
 require "optparse"
 require_relative "../server"
 require_relative "../server/lean_monitor"
+require_relative "../server/settings_sources"
 
 module Herd
   class CLI
@@ -30,24 +31,28 @@ module Herd
 
       private
 
-      # Defaults, then the config file, then flags: flags win.
+      # Flags, then the environment, then the config file, then defaults
+      # (Server::SettingsSources).
       # @return [Server::Config, nil] nil after --help
       def parse(argv)
-        flags = []
+        flags = Server::Flags.new
+        others = []
         file = nil
         parser = OptionParser.new do |opts|
           opts.banner = BANNER
-          opts.on("-c", "--config FILE", "Ruby config file (see docs/CONFIGURATION.md)") { |path| file = path }
-          opts.on("-w", "--workers N", Integer, "worker processes (default: usable CPUs)") { |n| flags << ->(c) { c.workers = n } }
+          opts.on("-c", "--config FILE", "Ruby config file (default: config/herd.rb when it exists; docs/CONFIGURATION.md)") { |path| file = path }
+          opts.on("-w", "--workers N", Integer, "worker processes (default: $WEB_CONCURRENCY, else usable CPUs)") { |n| flags.workers = n }
           opts.on("-l", "--listen ADDRESS", "host:port, [ipv6]:port, port or unix:/path; repeatable (default localhost:8080)") do |address|
-            flags << ->(c) { c.add_listener(address) }
+            flags.listen << address
           end
-          opts.on("-t", "--timeout SECONDS", Float, "kill a worker stuck in one request this long (default 30)") { |s| flags << ->(c) { c.timeout = s } }
+          opts.on("-p", "--port PORT", Integer, "listen on this port (default: $PORT on 0.0.0.0, else 8080)") { |port| flags.port = port }
+          opts.on("-b", "--bind HOST", "listen on this address (with -p; default localhost)") { |host| flags.host = host }
+          opts.on("-t", "--timeout SECONDS", Float, "kill a worker stuck in one request this long (default 30)") { |s| others << ->(c) { c.timeout = s } }
           opts.on("--access-log PATH", "one line per request (- for stdout)") do |path|
-            flags << ->(c) { c.access_log = (path == "-") ? @out : path }
+            others << ->(c) { c.access_log = (path == "-") ? @out : path }
           end
           opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
-            flags << ->(c) { c.subreaper = false }
+            others << ->(c) { c.subreaper = false }
           end
           opts.on(Server::LeanMonitor::FLAG, "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
           opts.on("-h", "--help") do
@@ -58,25 +63,30 @@ module Herd
         rest = parser.parse(argv)
         raise UsageError, "serve takes one Rack app file, got #{rest.join(" ")}" if rest.size > 1
 
-        build(file, rest.first, flags)
+        build(file, rest.first, flags, others)
       rescue OptionParser::ParseError => e
         raise UsageError, "serve: #{e.message}"
       end
 
-      def build(file, rackup, flags)
-        config = file ? read_config(file) : Server::Config.new
+      def build(file, rackup, flags, others)
+        sources = Server::SettingsSources.new(file: file)
+        config = sources.build(flags, config: read_config(sources.file))
         config.rackup = rackup if rackup
         config.subreaper = false if ENV["HERD_NO_SUBREAPER"] == "1"
-        flags.each { |flag| flag.call(config) }
+        others.each { |flag| flag.call(config) }
         config.validate!
         # HUP reads the file again, with the same flags on top.
-        config.reloader = -> { build(file, rackup, flags) }
+        config.reloader = -> { build(file, rackup, flags, others) }
         config
       end
 
       # A config file that requires a gem fails in the lean monitor: load
       # RubyGems and Bundler back, and read it again from scratch.
+      # (Read here, not by SettingsSources: the retry needs a fresh Config.)
+      # @return [Server::Config] a config with the file read, for SettingsSources to finish
       def read_config(file)
+        return Server::Config.new unless file
+
         Server::Config.new.load_file(file)
       rescue ConfigError => e
         raise unless e.cause.is_a?(LoadError) && Server::LeanMonitor.restore!

@@ -21,6 +21,10 @@ module Herd
         :stdout_path, :stderr_path, :pidfile
       # @return [#call, nil] builds this config again from its sources (HUP)
       attr_accessor :reloader
+      # @return [String, nil] the config file read, for the log
+      attr_accessor :config_file
+      # @return [Hash{Symbol => String}] which source set :workers and :listen, when not the file or a default
+      attr_reader :origins
 
       def initialize
         @rackup = "config.ru"
@@ -40,6 +44,8 @@ module Herd
         @stderr_path = nil
         @pidfile = nil
         @reloader = nil
+        @config_file = nil
+        @origins = {}
         @listen_specs = []
         @http_options = {}
         @hooks = Hooks.new
@@ -72,6 +78,22 @@ module Herd
           tcp_nodelay: tcp_nodelay, tcp_defer_accept: tcp_defer_accept)
         spec.validate!
         @listen_specs << spec
+      end
+
+      # A source that wins over the file replaces its listeners (a flag or
+      # PORT never adds a second address).
+      # @param addresses [Array<String>]
+      def replace_listeners(addresses)
+        @listen_specs = []
+        addresses.each { |address| add_listener(address) }
+      end
+
+      # @return [String] where the settings came from, for the monitor's log
+      def describe_origins
+        parts = [@config_file ? "config file #{@config_file}" : "no config file"]
+        parts << "workers from #{@origins[:workers]}" if @origins[:workers]
+        parts << "listeners from #{@origins[:listen]}" if @origins[:listen]
+        parts.join(", ")
       end
 
       # @raise [ConfigError] unless every value makes sense

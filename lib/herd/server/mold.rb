@@ -177,14 +177,23 @@ module Herd
           "the app runs that copy, not the Gemfile's (#{LeanMonitor::FLAG} or #{LeanMonitor::SWITCH_ENV}=0 if it matters)")
       end
 
-      # Threads do not survive fork: a worker would start without them.
+      # Threads do not survive fork: a worker would start without them. A
+      # thread marked `thread_variable_set(:fork_safe, true)` (the convention
+      # Rails and Puma share: ActiveRecord's pool reaper) starts again by
+      # itself where it is needed, so it gets no advice; the others are the
+      # app's, which it can start in after_worker_fork. (Either kind still
+      # keeps this mold from packing its GC page descriptors, which needs no
+      # other thread alive: the heap report says so; molds promoted from
+      # workers have no other thread.)
       def warn_about_threads
         others = Thread.list.reject { |thread| thread == Thread.current || !thread.alive? }
-        return if others.empty?
+        apps = others.reject { |thread| thread.thread_variable_get(:fork_safe) }
+        return if apps.empty?
 
-        names = others.map { |thread| thread.name || thread.inspect }
-        log.info(role, "warning: #{others.size} other thread(s) alive at boot (#{names.join(", ")}); " \
-          "they will not exist in workers. Start them in after_worker_fork instead.")
+        names = apps.map { |thread| thread.name || thread.inspect }
+        log.info(role, "warning: #{apps.size} thread(s) started at boot (#{names.join(", ")}) will not exist in workers; " \
+          "start them in after_worker_fork, or mark them Thread.current.thread_variable_set(:fork_safe, true) " \
+          "if they restart themselves")
       end
     end
   end

@@ -62,6 +62,7 @@ module Herd
         # process killed by SIGKILL or the OOM killer.
         $stdout.sync = true
         @pidfile = Pidfile.write(@config.pidfile) if @config.pidfile
+        @log.info(ROLE, "settings: #{@config.describe_origins}")
         build_parts
         Process.setproctitle("herd monitor")
         describe_lean_monitor

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../server"
+require_relative "settings_sources"
 
 module Herd
   module Server
@@ -9,21 +10,34 @@ module Herd
     # the mold uses it as is instead of reading config.ru; for the full
     # model (a monitor that never loads the app) run `herd serve`.
     module RackHandler
-      # Options rackup passes: Host, Port, and -O Key=Value pairs:
-      # Workers, Timeout, Config (a herd.rb file).
+      # rackup's defaults: a Port or Host equal to these was not chosen by
+      # the user (rackup does not say; Rails does, in :user_supplied_options).
+      RACKUP_DEFAULTS = {Port: [9292, "9292"], Host: ["localhost", "0.0.0.0", "127.0.0.1"]}.freeze
+
+      # Options rackup passes: Host, Port, and -O Key=Value pairs: Workers,
+      # Timeout, Config (a herd.rb file; default config/herd.rb when it
+      # exists). The same precedence as `herd serve` (SettingsSources):
+      # what the user typed, then PORT/WEB_CONCURRENCY, then the file.
       # @return [Integer] exit status
       def self.run(app, **options)
-        config = Config.new
-        config.load_file(options[:Config]) if options[:Config]
+        flags = Flags.new(workers: options[:Workers] && Integer(options[:Workers]))
+        flags.port = options[:Port] if chosen?(options, :Port)
+        flags.host = options[:Host] if chosen?(options, :Host)
+        config = SettingsSources.new(file: options[:Config]).build(flags)
         config.app = app
-        host = options[:Host] || "localhost"
-        host = "[#{host}]" if host.include?(":") && !host.start_with?("[")
-        config.add_listener("#{host}:#{options[:Port] || 8080}") if options[:Port] || config.listen_specs.empty?
-        config.workers = Integer(options[:Workers]) if options[:Workers]
         config.timeout = Float(options[:Timeout]) if options[:Timeout]
         config.validate!
         yield config if block_given?
         Server.run(config)
+      end
+
+      # @return [Boolean] whether the user gave option `key` (not a default
+      #   of rackup or Rails)
+      def self.chosen?(options, key)
+        return false if options[key].nil?
+        return Array(options[:user_supplied_options]).include?(key) if options.key?(:user_supplied_options)
+
+        !RACKUP_DEFAULTS.fetch(key).include?(options[key])
       end
 
       # @return [Hash] for `rackup -h -s herd`

@@ -63,14 +63,16 @@ module Herd
     # @param app [String] directory copied into a fresh tmpdir
     # @param config [String] herd.rb
     # @param env [Hash] more environment
-    def initialize(app:, config:, env: {})
+    # @param command [Array<String>] what starts the server (default: herd serve with -c herd.rb)
+    # @param config_path [String] where the config goes, relative to the app
+    def initialize(app:, config:, env: {}, command: nil, config_path: "herd.rb")
       @dir = Dir.mktmpdir("herd-app")
       FileUtils.cp_r(File.join(app, "."), @dir)
-      File.write(File.join(@dir, "herd.rb"), config)
+      File.write(File.join(@dir, config_path), config)
+      command ||= ["bundle", "exec", "herd", "serve", "config.ru", "-c", "herd.rb", "-l", "127.0.0.1:0"]
       @stdout_path = File.join(@dir, "herd.stdout.log")
       @stderr_path = File.join(@dir, "herd.stderr.log")
-      @pid = Process.spawn(self.class.env(env), "bundle", "exec", "herd", "serve", "config.ru", "-c", "herd.rb", "-l", "127.0.0.1:0",
-        chdir: @dir, in: File::NULL, out: @stdout_path, err: @stderr_path, pgroup: true, unsetenv_others: true)
+      @pid = Process.spawn(self.class.env(env), *command, chdir: @dir, in: File::NULL, out: @stdout_path, err: @stderr_path, pgroup: true, unsetenv_others: true)
       @status = nil
       @port = Integer(wait_for(LISTENING)[1])
     end

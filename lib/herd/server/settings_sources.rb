@@ -1,0 +1,104 @@
+# frozen_string_literal: true
+
+require_relative "../errors"
+require_relative "config"
+
+module Herd
+  module Server
+    # Where a server's settings come from, and which wins: command-line
+    # flags, then the environment, then the config file, then herd's
+    # defaults. `herd serve`, `rackup -s herd` and `rails server -u herd`
+    # all build their Config here, so the three agree.
+    #
+    # - The config file: the one named (`-c`, `-O Config=`), else
+    #   `config/herd.rb` when it exists (as Puma reads config/puma.rb).
+    # - The environment: `PORT` (listen on 0.0.0.0:PORT, as a platform that
+    #   sets it expects) and `WEB_CONCURRENCY` (workers).
+    # - Flags: `-w`, `-l` (repeatable), `-p` and `-b`. Listeners given by
+    #   flags replace the file's and PORT's; they never add to them.
+    class SettingsSources
+      CONVENTIONAL_FILE = "config/herd.rb"
+      PORT_HOST = "0.0.0.0"
+      DEFAULT_PORT = 8080
+
+      # @param file [String, nil] the config file named by the user
+      # @param env [Hash] the environment
+      def initialize(file: nil, env: ENV)
+        @file = file
+        @env = env
+      end
+
+      # @return [String, nil] the config file that will be read
+      def file
+        return @file if @file
+
+        CONVENTIONAL_FILE if File.file?(CONVENTIONAL_FILE)
+      end
+
+      # @param flags [Flags] what the command line said
+      # @param config [Config, nil] the file already read into it (the CLI
+      #   retries a file that needs a gem); nil: read it here
+      # @return [Config] with `origins` saying where the workers and the
+      #   listeners came from (not validated: callers set more first)
+      def build(flags, config: nil)
+        config ||= file ? Config.new.load_file(file) : Config.new
+        config.config_file = file
+        apply_environment(config)
+        apply_flags(config, flags)
+        config
+      end
+
+      private
+
+      def apply_environment(config)
+        if (count = present("WEB_CONCURRENCY"))
+          config.workers = Integer(count, 10, exception: false) ||
+            raise(ConfigError, "WEB_CONCURRENCY must be a whole number of workers, got #{count.inspect}")
+          config.origins[:workers] = "WEB_CONCURRENCY"
+        end
+        return unless (port = present("PORT"))
+
+        config.replace_listeners(["#{PORT_HOST}:#{port}"])
+        config.origins[:listen] = "PORT"
+      end
+
+      def apply_flags(config, flags)
+        if flags.workers
+          config.workers = flags.workers
+          config.origins[:workers] = "a flag"
+        end
+        listen = flags.listen.dup
+        if flags.port || flags.host
+          port = flags.port || present("PORT") || first_port(config) || DEFAULT_PORT
+          listen << "#{bracketed(flags.host || "localhost")}:#{port}"
+        end
+        return if listen.empty?
+
+        config.replace_listeners(listen)
+        config.origins[:listen] = "a flag"
+      end
+
+      # `-b` alone keeps the port the file chose.
+      def first_port(config)
+        config.listen_specs.map { |spec| spec.address[/:(\d+)\z/, 1] || spec.address[/\A\d+\z/] }.compact.first
+      end
+
+      def bracketed(host)
+        (host.include?(":") && !host.start_with?("[")) ? "[#{host}]" : host
+      end
+
+      def present(name)
+        value = @env[name]
+        value unless value.nil? || value.strip.empty?
+      end
+    end
+
+    # What a command line (or rackup's options) said about the settings
+    # that several sources can give.
+    Flags = Struct.new(:workers, :listen, :port, :host, keyword_init: true) do
+      def initialize(workers: nil, listen: [], port: nil, host: nil)
+        super
+      end
+    end
+  end
+end

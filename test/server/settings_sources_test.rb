@@ -1,0 +1,62 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "tmpdir"
+require "herd/server/settings_sources"
+
+# One precedence for every way of starting a server: flags, then the
+# environment, then the config file, then defaults.
+class ServerSettingsSourcesTest < Herd::Test
+  def build(file_source: nil, env: {}, file: nil, **flags)
+    Dir.mktmpdir do |dir|
+      Dir.chdir(dir) do
+        if file_source
+          FileUtils.mkdir_p(File.dirname(file || "config/herd.rb"))
+          File.write(file || "config/herd.rb", file_source)
+        end
+        config = Herd::Server::SettingsSources.new(file: file, env: env).build(Herd::Server::Flags.new(**flags))
+        [config.workers, config.listeners.map(&:address), config.describe_origins]
+      end
+    end
+  end
+
+  def test_defaults
+    workers, listen, origins = build
+    assert_equal Herd::CPU.count, workers
+    assert_equal ["localhost:8080"], listen
+    assert_equal "no config file", origins
+  end
+
+  def test_config_herd_rb_is_read_when_it_exists
+    assert_equal [3, ["127.0.0.1:9000"], "config file config/herd.rb"], build(file_source: "workers 3\nlisten '127.0.0.1:9000'\n")
+  end
+
+  def test_a_named_file_is_read_instead
+    workers, = build(file_source: "workers 5\n", file: "elsewhere.rb")
+    assert_equal 5, workers
+  end
+
+  def test_the_environment_wins_over_the_file
+    workers, listen, origins = build(file_source: "workers 3\nlisten 9000\n", env: {"WEB_CONCURRENCY" => "6", "PORT" => "5000"})
+    assert_equal [6, ["0.0.0.0:5000"]], [workers, listen]
+    assert_equal "config file config/herd.rb, workers from WEB_CONCURRENCY, listeners from PORT", origins
+  end
+
+  def test_flags_win_over_everything_and_replace_listeners
+    workers, listen, = build(file_source: "workers 3\nlisten 9000\nlisten 9001\n", env: {"WEB_CONCURRENCY" => "6", "PORT" => "5000"},
+      workers: 2, port: 3001)
+    assert_equal [2, ["localhost:3001"]], [workers, listen]
+  end
+
+  def test_bind_alone_keeps_the_port_of_the_environment_or_the_file
+    assert_equal ["0.0.0.0:9000"], build(file_source: "listen 9000\n", host: "0.0.0.0")[1]
+    assert_equal ["[::]:5000"], build(env: {"PORT" => "5000"}, host: "::")[1]
+    assert_equal ["127.0.0.1:3000", "localhost:4000"], build(listen: ["127.0.0.1:3000"], port: 4000)[1]
+  end
+
+  def test_blank_variables_are_ignored_and_bad_ones_refused
+    assert_equal ["localhost:8080"], build(env: {"PORT" => " ", "WEB_CONCURRENCY" => ""})[1]
+    error = assert_raises(Herd::ConfigError) { build(env: {"WEB_CONCURRENCY" => "four"}) }
+    assert_equal %(WEB_CONCURRENCY must be a whole number of workers, got "four"), error.message
+  end
+end
