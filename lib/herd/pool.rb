@@ -33,6 +33,9 @@ module Herd
   # call at a time.
   class Pool
     WORKER_CLASSES = {process: ProcessWorker, thread: ThreadWorker, inline: InlineWorker}.freeze
+    # Seconds a worker halted mid-job gets to act on TERM (its handler runs
+    # at Ruby's next interrupt check) before KILL.
+    STOP_GRACE = 1.0
 
     class << self
       # Makes a pool, yields it, and closes it (workers stopped and reaped)
@@ -41,11 +44,26 @@ module Herd
       # @param options see {#initialize}
       # @yieldparam pool [Pool]
       # @return [Object] the block's value
-      def open(job:, **options)
-        pool = new(**options, &job)
-        yield pool
-      ensure
-        pool&.close
+      def open(job:, **options, &block)
+        guarded(-> { new(**options, &job) }, &block)
+      end
+
+      # @api private — makes a pool with `make`, yields it and closes it.
+      # Interrupts (Ctrl-C, TERM, Timeout) are held back everywhere but
+      # inside the work itself, so a signal landing between the making and
+      # the block, or during the cleanup, cannot leave a worker running, a
+      # zombie or a socket open. An exception closes the pool at once
+      # (workers stopped mid-batch), the normal end politely.
+      def guarded(make)
+        Thread.handle_interrupt(Object => :never) do
+          pool = make.call
+          Thread.handle_interrupt(Object => :immediate) { yield pool }
+        rescue Exception # rubocop:disable Lint/RescueException -- whatever ends the work, no worker may outlive it
+          pool&.terminate
+          raise
+        ensure
+          pool&.close
+        end
       end
 
       # @api private — Herd.map and friends: workers that read items from
@@ -81,8 +99,15 @@ module Herd
         after_fork: @settings.after_fork, run_at_exit: @settings.run_at_exit)
       @served = Array.new(size, 0)
       @workers = []
-      start_workers
-      Registry.add(self)
+      # A signal while the workers fork must not leave the ones already
+      # forked behind: this pool object never reaches the caller.
+      Thread.handle_interrupt(Object => :never) do
+        Thread.handle_interrupt(Object => :immediate) { start_workers }
+        Registry.add(self)
+      rescue Exception # rubocop:disable Lint/RescueException -- reap what was forked, then let it go on
+        shutdown(polite: false)
+        raise
+      end
     end
 
     # @return [Symbol] :process, :thread or :inline
@@ -189,7 +214,17 @@ module Herd
       @served[worker.number] = 0
       @scoreboard.idle(worker.number)
       @scoreboard.cancel(worker.number, false)
-      @workers[worker.number] = spawn(worker.number)
+      spawn(worker.number)
+    end
+
+    # @api private — ends these workers now, when a disposable pool's run
+    # no longer needs them: TERM, so that they flush what their jobs
+    # wrote to stdout, then KILL for any still running after {STOP_GRACE}.
+    def halt(workers)
+      workers.each { |worker| worker.signal(:TERM) }
+      running = wait_for_exit(workers, STOP_GRACE)
+      running.each(&:kill)
+      running.each(&:reap)
     end
 
     # @api private
@@ -221,11 +256,12 @@ module Herd
     def start_workers
       @settings.before_fork&.call
       prepare_heap if kind == :process
-      size.times { |number| @workers[number] = spawn(number) }
+      size.times { |number| spawn(number) }
     end
 
-    # Held until the pool closes: it keeps the free-slot fillers alive
-    # while the workers share the parent's pages.
+    # Held until the pool closes: it keeps the free-slot fillers alive and
+    # malloc's free chunks sealed while the workers share the parent's
+    # pages (replacements forked later included).
     def prepare_heap
       option = @settings.prepare_heap
       return unless option
@@ -233,24 +269,47 @@ module Herd
       @heap_report = Heap.prepare(fill_free_slots: true, seal_malloc: true, **(option.is_a?(Hash) ? option : {}))
     end
 
-    def spawn(number)
-      siblings = @workers.each_with_index.filter_map { |worker, slot| worker&.io if slot != number }
-      WORKER_CLASSES.fetch(kind).new(number, @setup).start(siblings)
+    # After the last worker is reaped: the sealed chunks go back to malloc,
+    # so a process that calls Herd.map in a loop reuses what it freed in
+    # between instead of growing by it at every call. Freed earlier, while
+    # workers share the pages, the chunk headers malloc writes would copy
+    # those pages in this process.
+    def release_heap
+      @heap_report&.release
+      @heap_report = nil
     end
 
+    # The new worker is in @workers before any interrupt can land, so
+    # #shutdown always knows every pid it must reap.
+    def spawn(number)
+      siblings = @workers.each_with_index.filter_map { |worker, slot| worker&.io if slot != number }
+      Thread.handle_interrupt(Object => :never) do
+        @workers[number] = WORKER_CLASSES.fetch(kind).new(number, @setup).start(siblings)
+      end
+    end
+
+    # Interrupts may cut the waiting short (a second Ctrl-C need not sit
+    # through shutdown_timeout), never the killing and reaping after it.
     def shutdown(polite:)
       return if @closed || Process.pid != @owner
 
       @closed = true
       Registry.delete(self)
+      Thread.handle_interrupt(Object => :never) do
+        Thread.handle_interrupt(Object => :immediate) { wind_down(polite) }
+      ensure
+        @workers.each(&:kill) # only the ones not reaped yet: a reaped pid may be someone else's now
+        @workers.each(&:reap)
+        @scoreboard.free
+        release_heap
+      end
+    end
+
+    def wind_down(polite)
       polite ? @workers.each(&:stop) : @workers.each { |worker| worker.signal(:TERM) }
       running = wait_for_exit(@workers, @settings.shutdown_timeout)
       running.each { |worker| worker.signal(:TERM) } if polite
-      running = wait_for_exit(running, 1.0) if polite
-      running.each(&:kill)
-      running.each(&:reap)
-      @scoreboard.free
-      @heap_report = nil
+      wait_for_exit(running, 1.0) if polite
     end
 
     # @return [Array] the workers still running after `seconds`

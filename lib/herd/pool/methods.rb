@@ -57,10 +57,9 @@ module Herd
         pool_options, run_options = Pool.split_options(options)
         RunSettings.build(**run_options) # refuse bad options before forking anything
         source = Source.for(source_object)
-        pool = Pool.disposable(source, block, pool_options)
-        pool.run_source(source, operation_class.new(source, source_object), with_index, run_options)
-      ensure
-        pool&.close
+        Pool.guarded(-> { Pool.disposable(source, block, pool_options) }) do |pool|
+          pool.run_source(source, operation_class.new(source, source_object), with_index, run_options)
+        end
       end
     end
   end

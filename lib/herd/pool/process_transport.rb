@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "error_payload"
+require_relative "../process_exit"
 
 module Herd
   class Pool
@@ -24,7 +25,7 @@ module Herd
         @channel.write_frame(payload)
       rescue Errno::EPIPE, Errno::ECONNRESET, IOError
         # The parent is gone: nobody is left to work for.
-        exit!(1)
+        ProcessExit.now(1)
       end
 
       private

@@ -3,6 +3,7 @@
 require_relative "../channel"
 require_relative "../linux"
 require_relative "../fork_hook"
+require_relative "../process_exit"
 require_relative "process_transport"
 require_relative "worker_loop"
 
@@ -10,6 +11,10 @@ module Herd
   class Pool
     # The parent's handle on one worker process.
     class ProcessWorker
+      # How a worker ends on TERM: its handler flushes stdout and exits with
+      # the status a shell gives a process killed by that signal.
+      TERM_STATUS = 128 + Signal.list.fetch("TERM")
+
       # @return [Integer] the worker's number, also its scoreboard slot
       attr_reader :number
       # @return [Integer, nil]
@@ -44,7 +49,7 @@ module Herd
             rescue SystemExit
               raise # run_at_exit: true asked for a normal exit
             rescue Exception # rubocop:disable Lint/RescueException -- nothing may escape a worker
-              exit!(1)
+              ProcessExit.now(1)
             end
           end
         end
@@ -79,7 +84,11 @@ module Herd
         @channel.close
       end
 
+      # Does nothing once the worker is reaped: its pid may be another
+      # process's by now.
       def signal(name)
+        return if @status
+
         Process.kill(name, @pid)
       rescue Errno::ESRCH
         nil
@@ -113,6 +122,7 @@ module Herd
       def describe_exit(status)
         return "its exit status was collected by someone else" unless status.is_a?(Process::Status)
         return "was killed by SIG#{Signal.signame(status.termsig)}" if status.signaled?
+        return "exited on SIGTERM" if status.exitstatus == TERM_STATUS
 
         "exited with status #{status.exitstatus}"
       end
@@ -134,7 +144,9 @@ module Herd
 
         # Ctrl-C reaches the whole process group; the parent decides what to do.
         trap("INT", "IGNORE")
-        trap("TERM", "DEFAULT")
+        # TERM (the parent stopping a call, closing a pool) ends the worker at
+        # once, as the default action would, but with stdout flushed first.
+        trap("TERM") { ProcessExit.now(TERM_STATUS) }
         @setup.enter_worker(@number)
         WorkerLoop.new(job: @setup.job, transport: ProcessTransport.new(channel), scoreboard: @setup.scoreboard,
           slot: @number, resolver: @setup.resolver).run

@@ -51,7 +51,18 @@ module Herd
 
       private
 
+      # Interrupts land in the loop, never between the rescue and the
+      # terminate that must follow them.
       def drive
+        Thread.handle_interrupt(Object => :never) do
+          Thread.handle_interrupt(Object => :immediate) { loop_until_finished }
+        rescue Exception # rubocop:disable Lint/RescueException -- Ctrl-C, TERM, a raising callback: no worker may outlive this
+          @pool.terminate
+          raise
+        end
+      end
+
+      def loop_until_finished
         @progress = Progress.build(@settings.progress, @source.size)
         @pool.scoreboard_reset
         until finished?
@@ -62,9 +73,6 @@ module Herd
           supervise
         end
         @progress.finish
-      rescue Exception # rubocop:disable Lint/RescueException -- Ctrl-C, TERM, a raising callback: no worker may outlive this
-        @pool.terminate
-        raise
       end
 
       def finished?
@@ -274,16 +282,13 @@ module Herd
       end
 
       # No new batches; workers drop the rest of theirs after the current item.
-      # A disposable pool (Herd.map) kills them instead: nobody needs them.
+      # A disposable pool (Herd.map) ends them instead: nobody needs them.
       def stop!
         @stopping = true
         @inflight.each_key { |worker| @pool.scoreboard.cancel(worker.number) }
         return unless @pool.disposable?
 
-        @inflight.each_key do |worker|
-          worker.kill
-          worker.reap
-        end
+        @pool.halt(@inflight.keys)
         @inflight.clear
       end
 

@@ -48,7 +48,10 @@ module Herd
         @outbox = Queue.new
         @io, doorbell = IO.pipe
         transport = Transport.new(@inbox, @outbox, doorbell)
-        @thread = Thread.new { serve(transport, doorbell) }
+        # A new thread inherits its creator's interrupt mask, and the pool
+        # creates workers with interrupts deferred: this one must stay
+        # killable (timeouts, #terminate).
+        @thread = Thread.new { Thread.handle_interrupt(Object => :immediate) { serve(transport, doorbell) } }
         @thread.report_on_exception = false
         self
       end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../process_exit"
+
 module Herd
   class Pool
     # What every worker of one pool shares: the job, where items come from,
@@ -23,10 +25,12 @@ module Herd
         @after_fork&.call(number)
       end
 
-      # Ends a worker process. exit! by default: the parent's at_exit hooks
-      # (test runners, loggers, tempfile cleanup) must not run once per worker.
+      # Ends a worker process. Without at_exit hooks by default: the parent's
+      # (test runners, loggers, tempfile cleanup) must not run once per
+      # worker. Either way stdout and stderr are flushed first, or a job's
+      # lines still in Ruby's buffer (stdout to a file or a pipe) are lost.
       def leave_worker(status)
-        @run_at_exit ? exit(status) : exit!(status)
+        @run_at_exit ? ProcessExit.graceful(status) : ProcessExit.now(status)
       end
     end
   end

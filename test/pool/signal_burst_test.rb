@@ -1,0 +1,82 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+# Ctrl-C pressed repeatedly, or a supervisor's signals in quick succession:
+# each INT may land anywhere (the loop, the terminate that follows the
+# first, a pool closing, workers forking). None may leave a zombie or an
+# open descriptor behind.
+class PoolSignalBurstTest < Herd::Test
+  ROUNDS = 6
+
+  # Runs Herd.each over an endless range, round after round; the test
+  # signals it in bursts (the kernel merges some: at least one arrives).
+  # Each round's Interrupts are caught (the script
+  # defers them outside herd's calls, so that none escapes its own
+  # bookkeeping), then it reports its children and descriptors.
+  SCRIPT = <<~RUBY
+    require "herd"
+    $stdout.sync = true
+    fds = -> { Dir.children("/proc/self/fd").size }
+    Herd.map([1, 2], processes: 2) { |i| i } # herd's lazy loads (libc through Fiddle) open and close files
+    start = fds.call
+    #{ROUNDS}.times do |round|
+      interrupts = 0
+      Thread.handle_interrupt(Interrupt => :never) do
+        begin
+          said = false
+          running = ->(*) { (said = true) && puts("running \#{round}") unless said }
+          Thread.handle_interrupt(Interrupt => :immediate) do
+            Herd.each(1..Float::INFINITY, processes: 2, start: running) { |i| sleep 0.001 }
+          end
+        rescue Interrupt
+          interrupts += 1
+        end
+        # The rest of the burst lands here, one Interrupt at a time.
+        loop do
+          Thread.handle_interrupt(Interrupt => :immediate) { sleep 0.3 }
+          break
+        rescue Interrupt
+          interrupts += 1
+        end
+      end
+      children = begin
+        Process.waitpid(-1, Process::WNOHANG).inspect
+      rescue Errno::ECHILD
+        "none"
+      end
+      puts "round \#{round} interrupts=\#{interrupts} children=\#{children} fds=\#{fds.call - start}"
+    end
+  RUBY
+
+  def self.test_timeout
+    120
+  end
+
+  def test_bursts_of_interrupts_leave_no_zombie_and_no_descriptor
+    reports = []
+    IO.popen([RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", SCRIPT], err: [:child, :out]) do |io|
+      ROUNDS.times do |round|
+        line = io.gets
+        assert_equal "running #{round}", line&.chomp, "the script said: #{line}#{io.read_nonblock(10_000, exception: false)}"
+        # Different rounds catch herd in different places: its loop,
+        # workers being replaced, the terminate after the first INT.
+        sleep(0.005 * round)
+        5.times do
+          Process.kill(:INT, io.pid)
+          sleep 0.004
+        end
+        reports << io.gets&.chomp
+      end
+    ensure
+      begin
+        Process.kill(:KILL, io.pid)
+      rescue Errno::ESRCH
+        nil
+      end
+    end
+    reports.each_with_index do |report, round|
+      assert_match(/\Around #{round} interrupts=[1-5] children=none fds=0\z/, report, reports.join("\n"))
+    end
+  end
+end
