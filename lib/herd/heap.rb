@@ -51,12 +51,26 @@ module Herd
         self
       end
 
+      # Undoes what only the children needed, once they are gone: the
+      # free-slot fillers become garbage and the sealed malloc chunks are
+      # given back ({Malloc::Sealed#unseal}). A process that prepares its
+      # heap before every batch of forks (Herd.map in a loop) must call it,
+      # or each seal keeps the memory freed since the last one for good.
+      # Idempotent; does nothing in a child.
+      # @return [self]
+      def release
+        @retained = nil
+        sealed&.unseal
+        self
+      end
+
       private
 
-      # Silent where packing does not apply (another Ruby, another malloc).
+      # Says why when herd stepped aside (another Ruby, another malloc,
+      # other threads, HERD_HEAP_INTERNALS=0): a log must not read as if
+      # packing ran.
       def packed_summary
-        applies = packed && (packed.packed? || PageDescriptors.unsupported.nil?)
-        applies ? "; #{packed}" : ""
+        packed ? "; #{packed}" : ""
       end
 
       def malloc_summary
@@ -65,6 +79,14 @@ module Herd
         trimmed ? "; malloc's free pages given back, its free chunks left free" : ""
       end
     end
+
+    # `HERD_HEAP_INTERNALS=0` (or false, no, off) in the environment turns
+    # off what reaches into Ruby's and glibc's internals — page-descriptor
+    # packing and malloc sealing — for every caller: the server's molds,
+    # the pool, the fork hook. Read at each {Heap.prepare}.
+    INTERNALS_ENV = "HERD_HEAP_INTERNALS"
+    # Values of {INTERNALS_ENV} (and HERD_COW_FRIENDLY) that mean off.
+    OFF_VALUES = %w[0 false no off].freeze
 
     # The keywords of {Heap.prepare}.
     OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio].freeze
@@ -95,8 +117,9 @@ module Herd
       #   only): a child's first GC then copies a few hundred KiB of them
       #   instead of one 4 KiB page per object page
       # @param seal_malloc [Boolean] last, take every free chunk of glibc's
-      #   malloc for good ({Malloc.seal_free_chunks}): a child's mallocs
-      #   otherwise reuse them and copy the shared pages they lie in
+      #   malloc ({Malloc.seal_free_chunks}): a child's mallocs otherwise
+      #   reuse them and copy the shared pages they lie in. The chunks stay
+      #   taken until {Report#release}: call it when the children are gone
       # @param trim_malloc [Boolean] last (ignored with `seal_malloc:`), give
       #   the whole pages inside malloc's free chunks back to the kernel but
       #   leave the chunks free ({Malloc.trim}). For a template whose children
@@ -119,10 +142,11 @@ module Herd
           # before filling free slots (packing needs a few) and sealing
           # (which then takes the old descriptors' chunks). A heap left as
           # it was needs no second look.
-          packed = PageDescriptors.pack if pack_descriptors && strategy != :none
+          off = internals_off
+          packed = (off ? PageDescriptors.skipped(off) : PageDescriptors.pack) if pack_descriptors && strategy != :none
           fillers = fill_free_slots ? fill : []
           runs += promote(max_gc_runs, young_ratio) unless fillers.empty?
-          sealed = Malloc.seal_free_chunks if seal_malloc
+          sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
           report(strategy, runs, compacted, fillers.size, sealed, trimmed, packed, started, before).retain(fillers)
         end
@@ -135,6 +159,13 @@ module Herd
         live = stat[:heap_live_slots]
         old = stat[:old_objects]
         {live: live, old: old, young: [live - old - stat[:remembered_wb_unprotected_objects].to_i, 0].max}
+      end
+
+      # @return [String, nil] why packing and sealing are switched off
+      #   ({INTERNALS_ENV}), nil when they are not
+      def internals_off(env = ENV)
+        value = env[INTERNALS_ENV]
+        OFF_VALUES.include?(value.to_s.strip.downcase) ? "#{INTERNALS_ENV}=#{value}" : nil
       end
 
       # @return [Boolean] whether this Ruby can compact its heap

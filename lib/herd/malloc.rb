@@ -15,9 +15,15 @@ module Herd
   # fresh memory of its own, and gives the pages inside them back to the
   # kernel, so they cost nothing either.
   #
+  # The sealed chunks stay taken until {Sealed#unseal} frees them. A
+  # process that forks again and again (Herd.map in a loop) must unseal
+  # once the children it sealed for are gone: every seal takes the free
+  # chunks of its time, and the memory the process frees meanwhile is never
+  # reused, so its heap grows by what it churned between two seals.
+  #
   # glibc only (the main arena, which the main thread uses); elsewhere, or
   # with another allocator preloaded (jemalloc, tcmalloc), {.available?} is
-  # false and every method does nothing.
+  # false, {.unsupported} says why, and every method does nothing.
   module Malloc
     # What {.seal_free_chunks} did.
     # @!attribute chunks
@@ -26,10 +32,43 @@ module Herd
     #   @return [Integer] bytes asked for (a chunk may hold a few more)
     # @!attribute released
     #   @return [Integer] bytes of whole pages inside them given back to the kernel
-    Sealed = Struct.new(:chunks, :bytes, :released, keyword_init: true) do
+    # @!attribute skipped
+    #   @return [String, nil] why nothing was sealed (another allocator, the
+    #     HERD_HEAP_INTERNALS switch)
+    Sealed = Struct.new(:chunks, :bytes, :released, :skipped, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
-        format("%d malloc free chunks sealed (%.1f MiB, %.1f MiB released)", chunks, bytes / 1048576.0, released / 1048576.0)
+        return "malloc's free chunks left alone: #{skipped}" if skipped
+
+        format("%d malloc free chunks sealed (%.1f MiB, %.1f MiB released)%s", chunks, bytes / 1048576.0,
+          released / 1048576.0, unsealed? ? ", since unsealed" : "")
+      end
+
+      # @api private
+      def hold(addresses)
+        @addresses = addresses
+        @owner = Process.pid
+        self
+      end
+
+      # Gives the sealed chunks back to malloc, for this process to reuse.
+      # Call it once the children forked after the seal are gone (or no
+      # longer matter): a child's pages are its own by then, and freeing
+      # while they share them would copy, in this process, the pages the
+      # chunk headers lie in. Does nothing in a child (the chunks are the
+      # parent's to give back) or a second time.
+      # @return [Integer] chunks freed
+      def unseal
+        addresses = @addresses
+        return 0 unless addresses && @owner == Process.pid
+
+        @addresses = nil
+        Malloc.free_all(addresses)
+      end
+
+      # @return [Boolean] whether {#unseal} gave the chunks back
+      def unsealed?
+        @addresses.nil? && !@owner.nil?
       end
     end
 
@@ -59,23 +98,48 @@ module Herd
         !functions.nil?
       end
 
-      # Takes every free chunk of the main arena, never to give it back, and
+      # @return [String, nil] why sealing and trimming cannot run here, nil if they can
+      def unsupported
+        return nil if available?
+
+        @unsupported || "malloc is not glibc's"
+      end
+
+      # Takes every free chunk of the main arena, until {Sealed#unseal}, and
       # releases the whole pages inside the large ones. Call it in a process
       # that is about to fork, after its last GC (which frees more chunks).
-      # Later frees make new free chunks: seal again before the next fork.
+      # Later frees make new free chunks: seal again before the next fork,
+      # and unseal the previous seal once its children are gone.
       #
-      # @return [Sealed]
+      # @return [Sealed] `skipped` says why when malloc is not glibc's
       def seal_free_chunks
-        return NOTHING unless available?
+        return skipped(unsupported) unless available?
 
         chunks = bytes = released = 0
+        addresses = []
         take_free_chunks do |address, size|
           chunks += 1
           bytes += size
           released += release_inside(address, size)
+          addresses << address
         end
         trim
-        Sealed.new(chunks: chunks, bytes: bytes, released: released)
+        Sealed.new(chunks: chunks, bytes: bytes, released: released).hold(addresses)
+      end
+
+      # @return [Sealed] a seal that did not happen, and why
+      def skipped(reason)
+        Sealed.new(chunks: 0, bytes: 0, released: 0, skipped: reason)
+      end
+
+      # @api private — frees every address (what {Sealed#unseal} holds)
+      # @return [Integer] how many
+      def free_all(addresses)
+        return 0 unless available?
+
+        free = functions[:free]
+        addresses.each { |address| free.call(address) }
+        addresses.size
       end
 
       # Runs the block while every free chunk of the main arena is taken, so
@@ -161,12 +225,14 @@ module Herd
       end
 
       def glibc_functions
-        return nil unless RUBY_PLATFORM.include?("linux")
+        return unsupported!("not Linux (#{RUBY_PLATFORM})") unless RUBY_PLATFORM.include?("linux")
 
         libc = Fiddle::Handle.new("libc.so.6")
         # Another allocator (LD_PRELOAD, or Ruby built with jemalloc) wins
         # the lookup of "malloc": its heap is not glibc's.
-        return nil unless libc["malloc"] == Fiddle::Handle::DEFAULT["malloc"]
+        unless libc["malloc"] == Fiddle::Handle::DEFAULT["malloc"]
+          return unsupported!("malloc is not glibc's (jemalloc, tcmalloc or another allocator is loaded)")
+        end
 
         address = Fiddle::TYPE_UINTPTR_T
         {
@@ -178,7 +244,12 @@ module Herd
           sbrk: Fiddle::Function.new(libc["sbrk"], [Fiddle::TYPE_INTPTR_T], address),
           madvise: Fiddle::Function.new(libc["madvise"], [address, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
         }
-      rescue Fiddle::DLError
+      rescue Fiddle::DLError => e
+        unsupported!("no glibc (#{e.message})")
+      end
+
+      def unsupported!(reason)
+        @unsupported = reason
         nil
       end
     end

@@ -66,7 +66,7 @@ module Herd
     class << self
       # @return [String, nil] why {.pack} cannot run in this Ruby, nil if it can
       def unsupported
-        Layout.mismatch || (Malloc.available? ? nil : "malloc is not glibc's (other allocators keep same-size blocks together)")
+        Layout.mismatch || (Malloc.available? ? nil : "#{Malloc.unsupported} (other allocators keep same-size blocks together)")
       end
 
       # Moves the page descriptors into consecutive fresh memory. Call it
@@ -90,6 +90,12 @@ module Herd
         ensure
           GC.enable unless was_disabled
         end
+      end
+
+      # @param reason [String] why nothing moves
+      # @return [Packed] a packing that did not happen
+      def skipped(reason, started = clock)
+        Packed.new(descriptors: 0, moved: 0, pages_before: 0, pages_after: 0, skipped: reason, duration: clock - started)
       end
 
       private
@@ -150,10 +156,6 @@ module Herd
 
       def smallest(count)
         (count * Layout::DESCRIPTOR_SIZE + MEMORY_PAGE - 1) / MEMORY_PAGE
-      end
-
-      def skipped(reason, started)
-        Packed.new(descriptors: 0, moved: 0, pages_before: 0, pages_after: 0, skipped: reason, duration: clock - started)
       end
 
       def clock
