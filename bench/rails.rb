@@ -1,0 +1,70 @@
+# frozen_string_literal: true
+
+# herd against Pitchfork, Puma (preload_app!) and Puma fork_worker on a real
+# Rails app: the one test/apps generates (Rails 7.2, SQLite, production), 4
+# workers each, 20,000 requests per run from 4 clients browsing the scaffold
+# (HTML and JSON pages, POSTs of the form with the CSRF token and cookie),
+# Σ PSS of the server's tree sampled every second through the run.
+#
+#   test/apps/setup && BUNDLE_GEMFILE=bench/rails/Gemfile bundle install   # once
+#   bundle exec ruby bench/rails.rb [--rounds N] [--requests N] [--only herd,pitchfork] [--variants] [--workers N]
+#   bundle exec rake bench:rails
+#
+# The peers run from bench/rails/Gemfile (the apps bundle plus pitchfork and
+# puma), never from herd's bundle. Writes bench/results/rails.md and
+# bench/results/rails.json (--name to write another name).
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+require "optparse"
+require "tmpdir"
+require_relative "rails/run"
+require_relative "rails/report"
+
+command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
+options = {rounds: 2, requests: 20_000, interval: 1.0, workers: 4, only: RailsBench::SERVERS.map(&:name), variants: [],
+           name: "rails"}
+OptionParser.new do |opts|
+  opts.banner = "usage: ruby bench/rails.rb [options]"
+  opts.on("--rounds N", Integer, "rounds, every server once per round (default 2)") { |n| options[:rounds] = n }
+  opts.on("--requests N", Integer, "requests per run (default 20000)") { |n| options[:requests] = n }
+  opts.on("--interval S", Float, "seconds between Σ PSS samples (default 1)") { |s| options[:interval] = s }
+  opts.on("--workers N", Integer, "workers per server (default 4)") { |n| options[:workers] = n }
+  opts.on("--only LIST", Array, "servers (#{RailsBench::SERVERS.map(&:name).join(",")})") { |list| options[:only] = list }
+  opts.on("--variants [LIST]", Array, "also herd with other settings (#{RailsBench::VARIANTS.map(&:name).join(",")}; all without LIST)") do |list|
+    options[:variants] = list || RailsBench::VARIANTS.map(&:name)
+  end
+  opts.on("--name NAME", "results file name under bench/results (default rails)") { |name| options[:name] = name }
+end.parse!
+
+missing = RailsBench.missing_bundle
+abort "bench/rails: #{missing}" if missing
+servers = (RailsBench::SERVERS + RailsBench::VARIANTS).select { |s| options[:only].include?(s.name) || options[:variants].include?(s.name) }
+abort "bench/rails: no such server" if servers.empty?
+options[:servers_described] = servers.to_h { |s| [s.name, "#{s.description} (bench/rails/config/#{s.config})"] }
+
+env = Bench::Report.environment(command).merge(versions: RailsBench.versions, loadavg_start: Bench::Report.loadavg)
+started = HttpBench.now
+runs = []
+Dir.mktmpdir("bench-rails") do |work|
+  template = RailsBench.template(work)
+  env[:app] = Bench::Report.relative(template[:source])
+  (1..options[:rounds]).each do |round|
+    servers.rotate(round - 1).each do |server|
+      run = RailsBench.run(server, template: template, work: work, requests: options[:requests], interval: options[:interval],
+        workers: options[:workers], round: round)
+      runs << run
+      warn format("round %d %-22s %s", round, server.name,
+        run[:error] ? "ERROR #{run[:error].lines.first}" : "avg %.1f peak %.1f end %.1f MiB, %.1f req/s, p99 %.1f ms, failed %d, reforks %s" %
+          [run.dig(:memory, :average), run.dig(:memory, :peak), run.dig(:memory, :end), run[:rps], run.dig(:latency_ms, :p99), run[:failed], run[:reforks].inspect])
+    end
+  end
+end
+env[:loadavg_end] = Bench::Report.loadavg
+env[:seconds] = (HttpBench.now - started).round
+options[:notes] = File.exist?(notes = File.join(__dir__, "rails", "NOTES.md")) ? "\n#{File.read(notes)}" : ""
+report = RailsBench::Report.new(env: env, runs: runs, options: options)
+markdown = report.markdown
+puts markdown
+paths = Bench::Report.write(options[:name], markdown: markdown,
+  data: {environment: env, options: options.except(:notes), summary: report.summary, runs: runs})
+warn "wrote #{paths.join(", ")}"

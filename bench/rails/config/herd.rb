@@ -1,0 +1,10 @@
+# frozen_string_literal: true
+
+# herd for bench/rails.rb and bench/reload.rb: 4 workers, reforking on
+# Pitchfork's benchmark schedule, as docs/RAILS.md configures a Rails app.
+# The driver passes `-l 127.0.0.1:PORT`; HERD_BENCH_OPTIONS (Ruby, evaluated
+# here) adds the settings of a variant, e.g. "out_of_band_gc false".
+workers Integer(ENV.fetch("BENCH_WORKERS", 4))
+refork_after [50, 100, 1000]
+timeout 60
+instance_eval(ENV["HERD_BENCH_OPTIONS"]) if ENV["HERD_BENCH_OPTIONS"]

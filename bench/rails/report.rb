@@ -1,0 +1,134 @@
+# frozen_string_literal: true
+
+require_relative "../support/report"
+
+module RailsBench
+  # bench/results/rails.md from the runs.
+  class Report
+    def initialize(env:, runs:, options:)
+      @env = env
+      @runs = runs
+      @options = options
+    end
+
+    def ok_runs(name)
+      @runs.select { |run| run[:server] == name && !run[:error] }
+    end
+
+    def servers
+      @runs.map { |run| run[:server] }.uniq
+    end
+
+    # "median (min–max)"
+    def cell(values, digits = 1)
+      return "–" if values.empty?
+
+      stats = Bench::Report.stats(values)
+      fmt = ->(v) { format("%.#{digits}f", v) }
+      (stats[:n] == 1) ? fmt.call(stats[:median]) : "#{fmt.call(stats[:median])} (#{fmt.call(stats[:min])}–#{fmt.call(stats[:max])})"
+    end
+
+    def values(name, &block)
+      ok_runs(name).map(&block).compact
+    end
+
+    # Per round, herd's figure over the peer's: pairs runs of the same round.
+    def ratios(herd, peer, &block)
+      ok_runs(herd).filter_map do |run|
+        other = ok_runs(peer).find { |candidate| candidate[:round] == run[:round] }
+        other && block.call(run) / block.call(other).to_f
+      end
+    end
+
+    def summary
+      avg = ->(run) { run.dig(:memory, :average) }
+      peak = ->(run) { run.dig(:memory, :peak) }
+      rps = ->(run) { run[:rps] }
+      {
+        avg_ratio: ratios("herd", "pitchfork", &avg), peak_ratio: ratios("herd", "pitchfork", &peak),
+        rps_ratio: ratios("herd", "puma", &rps),
+        avg_ratio_median: Bench::Report.median(ratios("herd", "pitchfork", &avg)),
+        peak_ratio_median: Bench::Report.median(ratios("herd", "pitchfork", &peak)),
+        rps_ratio_median: Bench::Report.median(ratios("herd", "puma", &rps))
+      }
+    end
+
+    def table
+      rows = servers.map do |name|
+        runs = ok_runs(name)
+        errors = @runs.count { |run| run[:server] == name && run[:error] }
+        [name, "#{runs.size}#{" (+#{errors} failed)" if errors.positive?}",
+          cell(values(name) { |r| r.dig(:memory, :average) }), cell(values(name) { |r| r.dig(:memory, :peak) }),
+          cell(values(name) { |r| r.dig(:memory, :end) }), cell(values(name) { |r| r[:booted_pss] }),
+          cell(values(name) { |r| r[:rps] }), cell(values(name) { |r| r.dig(:latency_ms, :p50) }),
+          cell(values(name) { |r| r.dig(:latency_ms, :p99) }),
+          values(name) { |r| r[:failed] }.sum, values(name) { |r| r[:reforks] }.then { |v| v.empty? ? "–" : v.join(", ") }]
+      end
+      Bench::Report.markdown_table(["server", "runs", "Σ PSS time avg (MiB)", "peak", "end", "booted, idle",
+        "req/s", "p50 (ms)", "p99 (ms)", "failed", "reforks per run"], rows)
+    end
+
+    def verdict(values, ok, fmt)
+      return "not measured" if values.empty?
+
+      range = "#{fmt.call(values.min)}–#{fmt.call(values.max)}"
+      met = values.count(&ok)
+      state = if met == values.size then "**met**" elsif met.zero? then "**not met**" else "**met in #{met} of #{values.size} rounds**" end
+      "#{state} (#{range}#{", median #{fmt.call(Bench::Report.median(values))}" if values.size > 2})"
+    end
+
+    def targets
+      s = summary
+      x = ->(v) { format("%.2fx", v) }
+      rows = [
+        ["herd's time-averaged Σ PSS ≤ 0.5× Pitchfork's", verdict(s[:avg_ratio], ->(v) { v <= 0.5 }, x)],
+        ["herd's peak Σ PSS ≤ Pitchfork's peak", verdict(s[:peak_ratio], ->(v) { v <= 1.0 }, x)],
+        ["herd's req/s ≥ 0.95× Puma's (preload)", verdict(s[:rps_ratio], ->(v) { v >= 0.95 }, x)]
+      ]
+      Bench::Report.markdown_table(["target", "herd / peer per round"], rows)
+    end
+
+    def config_list
+      @options[:servers_described].map { |name, description| "- `#{name}`: #{description}" }.join("\n")
+    end
+
+    def markdown
+      <<~MD
+        # bench/rails: herd against the peers on a Rails app
+
+        #{Bench::Report.environment_markdown(@env)}- versions (bench/rails/Gemfile.lock): #{@env[:versions].map { |k, v| "#{k} #{v}" }.join(", ")}
+        - load average at start / end: #{@env[:loadavg_start]} / #{@env[:loadavg_end]}; #{@env[:seconds]} s in all
+
+        The Rails 7.2 app that `test/apps` generates (`rails new --minimal`, `rails g scaffold Thing
+        name:string notes:text`, SQLite, `RAILS_ENV=production`), #{RailsBench::THINGS} records, a fresh copy of its directory
+        per run. #{@options[:workers]} workers per server, one request at a time per worker (Puma: `threads 1, 1`):
+
+        #{config_list}
+
+        Load: #{Client::CLIENTS} client processes (bench/rails/client.rb), one request at a time each on a new
+        connection (`Connection: close`, like `ab -c 4` without `-k`), **#{@options[:requests]} requests per run**
+        from the moment the server is up (booted, its workers running): the reforks of the schedule happen
+        during the run. Each client repeats #{Client::CYCLE.size} requests: #{Client::MIX.map { |k, n| "#{n}× #{k}" }.join(", ")}
+        (`new`: the form, which gives the session cookie and the CSRF token; `index`/`show`: HTML;
+        `*_json`: jbuilder views; `update`: a POST of the edit form, `_method=patch` with the authenticity
+        token and the cookie, answered 303, followed by the `show` it redirects to). A request fails when it
+        gets no response or another status than the scaffold's (200, 303 for the update).
+
+        Memory: Σ PSS of the server's process tree (`Herd::Memory.tree` of the pid the driver spawned:
+        monitor or master, molds, workers) every #{@options[:interval]} s from the first request to the
+        last; **time average** (trapezoids), peak, and the value at the end. "booted, idle": before the
+        first request. Each cell: median (min–max) over #{@options[:rounds]} rounds; servers interleaved, their
+        order rotating each round. The machine is shared (2 cores, other engineers' tests): compare
+        figures within a round, read ranges rather than single figures.
+
+        ## Results
+
+        #{table}
+        ## Targets
+
+        #{targets}
+        #{@options[:notes]}
+      MD
+    end
+  end
+end

@@ -1,0 +1,75 @@
+# frozen_string_literal: true
+
+require "herd/memory"
+
+module RailsBench
+  MIB = 1048576.0
+
+  # Σ PSS of a server's process tree (Herd::Memory.tree of its root pid:
+  # monitor or master, molds, workers, whatever they fork) every `interval`
+  # seconds, in a thread of the driver.
+  class Sampler
+    # @return [Array<Hash>] :t (CLOCK_MONOTONIC), :pss (MiB), :processes, :titles (optional)
+    attr_reader :samples
+
+    def initialize(pid, interval:, titles: false, &each_sample)
+      @pid = pid
+      @interval = interval
+      @titles = titles
+      @each_sample = each_sample
+      @samples = []
+      @mutex = Mutex.new
+    end
+
+    def start
+      @thread = Thread.new do
+        next_at = now
+        until @stop
+          take
+          next_at += @interval
+          pause = next_at - now
+          pause.positive? ? sleep(pause) : (next_at = now)
+        end
+      end
+      self
+    end
+
+    # One more sample now, then the thread ends.
+    def stop
+      @stop = true
+      @thread&.join
+      take
+      self
+    end
+
+    # @return [Hash, nil] a sample taken now
+    def take
+      report = Herd::Memory.tree(@pid)
+      sample = {t: now, pss: (report.total.pss / MIB).round(2), processes: report.rows.size}
+      sample[:rows] = report.rows.map { |row| [row.pid, row.title.to_s[0, 60], (row.sample.pss / MIB).round(2)] } if @titles
+      @mutex.synchronize { @samples << sample }
+      @each_sample&.call(sample)
+      sample
+    rescue Herd::Error
+      nil # the root is gone (stopping)
+    end
+
+    def now
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+
+    # Statistics over [from, to] (CLOCK_MONOTONIC): the time average
+    # (trapezoids between samples), the peak and the last value.
+    # @return [Hash] :average, :peak, :end, :start, :samples
+    def self.summary(samples, from: nil, to: nil)
+      chosen = samples.select { |s| (!from || s[:t] >= from) && (!to || s[:t] <= to) }
+      return {samples: 0} if chosen.empty?
+
+      area = chosen.each_cons(2).sum { |a, b| (a[:pss] + b[:pss]) / 2.0 * (b[:t] - a[:t]) }
+      span = chosen.last[:t] - chosen.first[:t]
+      average = span.positive? ? area / span : chosen.first[:pss]
+      {average: average.round(1), peak: chosen.map { |s| s[:pss] }.max.round(1), start: chosen.first[:pss].round(1),
+       end: chosen.last[:pss].round(1), samples: chosen.size, seconds: span.round(1)}
+    end
+  end
+end

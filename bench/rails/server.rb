@@ -1,0 +1,158 @@
+# frozen_string_literal: true
+
+require_relative "app"
+require_relative "../cow/servers" # the role of each process, from its title
+
+module RailsBench
+  CONFIG = File.join(__dir__, "config")
+
+  # One server setup: how to start it in the app's directory and stop it.
+  #   env: more environment (herd's variants)
+  Server = Struct.new(:name, :gem, :config, :argv, :stop, :role, :env, :description, keyword_init: true) do
+    def config_path = File.join(CONFIG, config)
+  end
+
+  def self.herd(name, options = nil, description: nil)
+    Server.new(name: name, gem: "herd", config: "herd.rb", stop: "QUIT", role: CowBench::HERD_ROLE,
+      env: options ? {"HERD_BENCH_OPTIONS" => options} : {},
+      description: description || "refork_after [50, 100, 1000]#{"; #{options}" if options}",
+      argv: ->(port, config) { %W[bundle exec herd serve config.ru -c #{config} -l 127.0.0.1:#{port}] })
+  end
+
+  SERVERS = [
+    herd("herd"),
+    Server.new(name: "pitchfork", gem: "pitchfork", config: "pitchfork.rb", stop: "QUIT", role: CowBench::PITCHFORK_ROLE, env: {},
+      description: "refork_after [50, 100, 1000]",
+      argv: ->(_port, config) { %W[bundle exec pitchfork -c #{config} config.ru] }),
+    Server.new(name: "puma", gem: "puma", config: "puma.rb", stop: "TERM", role: CowBench::PUMA_ROLE, env: {},
+      description: "cluster, preload_app!, threads 1, 1",
+      argv: ->(_port, config) { %W[bundle exec puma -C #{config} config.ru] }),
+    Server.new(name: "puma-fork_worker", gem: "puma", config: "puma_fork_worker.rb", stop: "TERM", role: CowBench::PUMA_ROLE,
+      env: {}, description: "fork_worker (1000), threads 1, 1",
+      argv: ->(_port, config) { %W[bundle exec puma -C #{config} config.ru] })
+  ].freeze
+
+  # herd's documented settings tried on top of the default config (--variants).
+  VARIANTS = [
+    herd("herd-max_unavailable2", "refork_max_unavailable 2"),
+    herd("herd-no_oobgc", "out_of_band_gc false"),
+    herd("herd-oobgc50k", "out_of_band_gc 50_000"),
+    herd("herd-refork100", "refork_after [50, 100]", description: "refork_after [50, 100] (100 repeating)"),
+    herd("herd-no_refork", "refork_after false", description: "refork_after false (plain preload through the mold)")
+  ].freeze
+
+  # A server running in a directory of its own, in its own process group.
+  class Running
+    BOOT_TIMEOUT = 120
+    SETTLE_TIMEOUT = 60
+    STOP_TIMEOUT = 30
+
+    attr_reader :pid, :port, :log_path, :boot_seconds
+
+    def initialize(server, dir:, workers:, log_path:)
+      @server = server
+      @dir = dir
+      @workers = workers
+      @log_path = log_path
+    end
+
+    # Starts it; returns once an HTTP request to /things got a 200 and the
+    # server runs its workers, nothing forking, for a second.
+    def start(path: "/things")
+      started = HttpBench.now
+      @port = HttpBench.free_port
+      env = RailsBench.env("BENCH_PORT" => @port.to_s, "BENCH_WORKERS" => @workers.to_s).merge(@server.env)
+      @pid = Process.spawn(env, *@server.argv.call(@port, @server.config_path), chdir: @dir, pgroup: true,
+        in: File::NULL, out: @log_path, err: [:child, :out])
+      deadline = started + BOOT_TIMEOUT
+      until (probe = HttpBench.probe(@port, path)) && probe[:status] == 200
+        raise "#{@server.name} exited during boot\n#{log_tail}" if reaped?
+        raise "#{@server.name}: no 200 on #{path} in #{BOOT_TIMEOUT} s (#{probe.inspect})\n#{log_tail}" if HttpBench.now > deadline
+
+        sleep 0.1
+      end
+      settle
+      @boot_seconds = (HttpBench.now - started).round(1)
+      self
+    end
+
+    # @return [Array<Hash>] the server's processes with :role and :generation
+    def processes
+      HttpBench.processes(@pid).map do |process|
+        role, generation = @server.role.call(process[:title])
+        process.merge(role: role, generation: generation)
+      end
+    end
+
+    def log
+      File.read(@log_path)
+    rescue SystemCallError
+      ""
+    end
+
+    def log_tail(lines = 20)
+      log.lines.last(lines).join
+    end
+
+    # Graceful stop, then SIGKILL to what is left of it.
+    # @return [Array<String>] problems
+    def stop
+      return [] unless @pid
+
+      snapshot = HttpBench.processes(@pid)
+      problems = []
+      begin
+        Process.kill(@server.stop, @pid) unless reaped?
+        deadline = HttpBench.now + STOP_TIMEOUT
+        sleep 0.05 until reaped? || HttpBench.now > deadline
+        problems << "did not exit #{STOP_TIMEOUT} s after SIG#{@server.stop}" unless reaped?
+      rescue SystemCallError => e
+        problems << "stop: #{e.message}"
+      end
+      targets = (reaped? ? [] : [-@pid]) + alive(snapshot)
+      targets.each do |target|
+        Process.kill("KILL", target)
+      rescue SystemCallError
+        nil
+      end
+      sleep 0.05 until reaped? || targets.empty?
+      problems
+    end
+
+    private
+
+    def settle
+      deadline = HttpBench.now + SETTLE_TIMEOUT
+      stable_since = nil
+      signature = nil
+      loop do
+        current = processes
+        workers = current.count { |process| process[:role] == :worker }
+        transient = current.count { |process| process[:role] == :transient }
+        now = HttpBench.now
+        key = current.map { |process| process[:pid] }.sort
+        stable_since = now if workers != @workers || transient.positive? || key != signature
+        signature = key
+        return if now - stable_since >= 1.0
+        raise "#{@server.name}: #{workers} workers, #{transient} forking after #{SETTLE_TIMEOUT} s\n#{log_tail}" if now > deadline
+
+        sleep 0.1
+      end
+    end
+
+    def alive(snapshot)
+      snapshot.select { |process| HttpBench.stat("/proc/#{process[:pid]}/stat")&.fetch(:start) == process[:start] }
+        .map { |process| process[:pid] }
+    end
+
+    def reaped?
+      return true if @status
+
+      @status = Process.wait2(@pid, Process::WNOHANG)&.last
+      !@status.nil?
+    rescue Errno::ECHILD
+      @status = :gone
+      true
+    end
+  end
+end
