@@ -93,7 +93,7 @@ class ServerOperationsTest < Herd::Test
       run ->(env) { [200, {}, ["ok"]] }
     RUBY
     @server = Herd::ServerHarness.new(app: app, args: ["-w", "1"])
-    @server.wait_for(/mold \(gen 0\): warning: 1 other thread\(s\) alive at boot \(metrics-flusher\); they will not exist in workers/)
+    @server.wait_for(/mold \(gen 0\): warning: 1 thread\(s\) started at boot \(metrics-flusher\) will not exist in workers/)
   end
 
   def test_access_log

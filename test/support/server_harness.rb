@@ -31,7 +31,14 @@ module Herd
     def initialize(app: DEFAULT_APP, config: nil, args: [], env: {}, command: [RbConfig.ruby], fds: {})
       @dir = Dir.mktmpdir("herd-serve")
       File.write(File.join(@dir, "config.ru"), app)
-      arguments = ["serve", "config.ru", "-l", "127.0.0.1:0", *args]
+      arguments = ["serve", "config.ru", *args]
+      # A listener given as a flag replaces the file's: with listeners of
+      # its own, the file gets the test's one too (first, for #ready).
+      if config&.match?(/^\s*listen\b/)
+        config = "listen '127.0.0.1:0'\n#{config}"
+      else
+        arguments += ["-l", "127.0.0.1:0"]
+      end
       if config
         File.write(File.join(@dir, "herd.rb"), config)
         arguments += ["-c", "herd.rb"]

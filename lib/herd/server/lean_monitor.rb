@@ -53,6 +53,23 @@ module Herd
           @shadowed || []
         end
 
+        # Says in the monitor's log how it was started and the GC settings
+        # the re-exec gave the tree.
+        # @param log [Log]
+        def describe(log, role)
+          case state
+          when :lean
+            log.info(role, "lean: re-executed without RubyGems and Bundler, the mold loads them " \
+              "(#{FLAG} or #{SWITCH_ENV}=0 keeps them here)")
+          when :restored
+            log.info(role, "the config file needs a gem: RubyGems and Bundler loaded in the monitor too")
+          end
+          return if ruby_gc.empty?
+
+          log.info(role, "Ruby's GC: #{RubyGCDefaults.describe(ruby_gc)} for every process of the server " \
+            "(herd's default; set it in the environment to choose another value)")
+        end
+
         # Re-executes `herd ARGV` without RubyGems unless {.ineligible}
         # gives a reason; returns only then (or when exec itself failed).
         # @param argv [Array<String>] the arguments of `herd`, command first

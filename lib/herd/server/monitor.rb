@@ -11,6 +11,7 @@ require_relative "link"
 require_relative "listener"
 require_relative "log"
 require_relative "log_files"
+require_relative "monitor_reaping"
 require_relative "monitor_signals"
 require_relative "pidfile"
 require_relative "recovery"
@@ -30,8 +31,10 @@ module Herd
     # - Spawner: forks molds, asks molds for workers and workers for molds
     # - Rollout: refork and reload, from one generation to the next
     # - Recovery: pauses after failures; Deadlines: timeouts and SIGKILL
-    # - MonitorSignals: what each signal means; Protocol: every message
+    # - MonitorSignals: what each signal means; MonitorReaping: deaths
+    # - Protocol: every message between the monitor and its children
     class Monitor
+      include MonitorReaping
       include MonitorSignals
 
       SCOREBOARD_SLOTS = 256
@@ -65,7 +68,7 @@ module Herd
         @log.info(ROLE, "settings: #{@config.describe_origins}")
         build_parts
         Process.setproctitle("herd monitor")
-        describe_lean_monitor
+        LeanMonitor.describe(@log, ROLE)
         @target = @config.workers
         choose_process_model
         release_boot_memory
@@ -98,21 +101,6 @@ module Herd
         how = fds.empty? ? "listening on" : "listening (systemd socket) on"
         listeners.each { |listener| @log.info(ROLE, "#{how} #{listener}") }
         listeners
-      end
-
-      def describe_lean_monitor
-        case LeanMonitor.state
-        when :lean
-          @log.info(ROLE, "lean: re-executed without RubyGems and Bundler, the mold loads them " \
-            "(#{LeanMonitor::FLAG} or #{LeanMonitor::SWITCH_ENV}=0 keeps them here)")
-        when :restored
-          @log.info(ROLE, "the config file needs a gem: RubyGems and Bundler loaded in the monitor too")
-        end
-        gc = LeanMonitor.ruby_gc
-        return if gc.empty?
-
-        @log.info(ROLE, "Ruby's GC: #{RubyGCDefaults.describe(gc)} for every process of the server " \
-          "(herd's default; set it in the environment to choose another value)")
       end
 
       # A subreaper lets the mold's double-forked workers become our children;
@@ -256,68 +244,6 @@ module Herd
         return unless @state == :running
 
         @rollout.pending_mold?(child) ? @rollout.failed(child, "it died while starting") : @recovery.worker_failed
-      end
-
-      # --- deaths ------------------------------------------------------------
-
-      def reap
-        loop do
-          pid, status = Process.waitpid2(-1, Process::WNOHANG)
-          break unless pid
-
-          child = @children.by_pid(pid)
-          child ? on_exit(child, status) : @log.info(ROLE, "reaped pid #{pid} (#{describe(status)}), not one of ours")
-        end
-      rescue Errno::ECHILD
-        nil
-      end
-
-      def on_exit(child, status)
-        @children.delete(child)
-        @log.info(ROLE, "#{child} #{describe(status)}#{serving(child, status)}")
-        if child.worker?
-          @counters[:worker_deaths_by_signal] += 1 if status.signaled?
-          info = WorkerInfo.new(number: child.number, generation: child.generation, pid: child.pid, requests: child.requests)
-          @config.hooks.run(:after_worker_exit, @log, ROLE, @context, info, status)
-          @recovery.worker_failed if child.state == :spawning && @state == :running
-        elsif @rollout.pending_mold?(child)
-          @rollout.failed(child, describe(status)) if @state == :running
-        elsif @state == :running && child.state != :stopping
-          (child.state == :spawning) ? mold_failed : mold_died
-        end
-      end
-
-      # What a worker killed by a signal (kill -9, the OOM killer) was doing.
-      def serving(child, status)
-        return "" unless child.worker? && status.signaled?
-
-        elapsed, label = @workload.current(child)
-        label ? " while serving #{label} (#{elapsed.round(1)}s)" : " while idle"
-      end
-
-      # A mold that dies after booting is replaced after a pause that grows
-      # if it keeps dying; the workers go on serving meanwhile.
-      def mold_died
-        delay = @recovery.mold_died
-        @log.info(ROLE, "replacing the mold in #{delay.round(1)}s; workers keep serving")
-      end
-
-      def mold_failed
-        delay = @recovery.mold_failed
-        if delay
-          @log.info(ROLE, "mold failed to boot; retrying in #{delay}s")
-        else
-          @log.error(ROLE, "the application failed to boot #{@recovery.boot_failures} times in a row " \
-            "(last error: #{@last_boot_error || "see above"}); giving up")
-          @exit_status = 1
-          stop(:immediate)
-        end
-      end
-
-      def describe(status)
-        return "exited with status #{status.exitstatus}" if status.exited?
-
-        "was killed by SIG#{Signal.signame(status.termsig)}"
       end
 
       # Whatever happened, no child outlives the monitor.
