@@ -59,8 +59,15 @@ module Herd
       # Idempotent; does nothing in a child.
       # @return [self]
       def release
+        fillers = @retained
         @retained = nil
         sealed&.unseal
+        # The fillers were promoted to old with the rest, and only a major
+        # GC frees old objects: until Ruby decides on one, they hold their
+        # pages and new objects take fresh ones. Prepared before every
+        # Herd.map of a long-lived process, that adds up (RSS +25% over
+        # 100 calls); one major GC now keeps it flat.
+        GC.start(full_mark: true, immediate_sweep: true) if fillers && !fillers.empty?
         self
       end
 

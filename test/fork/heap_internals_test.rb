@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+require "test_helper"
+
+# HERD_HEAP_INTERNALS=0, and reports that say why herd stepped aside.
+class HeapInternalsTest < Herd::Test
+  GLIBC = Herd::Malloc.available?
+  OTHER_ALLOCATOR = Dir["/usr/lib/x86_64-linux-gnu/lib{jemalloc,tcmalloc_minimal,tcmalloc}.so.*"].min
+
+  def test_the_switch_reads_as_herd_cow_friendly_does
+    %w[0 false no off OFF].each do |value|
+      assert_equal "HERD_HEAP_INTERNALS=#{value}", Herd::Heap.internals_off("HERD_HEAP_INTERNALS" => value)
+    end
+    [nil, "", "1", "true", "on"].each do |value|
+      assert_nil Herd::Heap.internals_off("HERD_HEAP_INTERNALS" => value)
+    end
+  end
+
+  def test_the_switch_turns_off_packing_and_sealing_and_the_report_says_so
+    out, err, status = ruby_run(<<~RUBY, env: {"HERD_HEAP_INTERNALS" => "0"})
+      require "herd"
+      $young = Array.new(100_000) { [] }
+      report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      mapped = Herd.map(1..4, processes: 2) { |i| i * 2 }
+      p [report.packed.packed?, report.sealed.chunks, report.to_s, mapped]
+    RUBY
+    assert status.success?, err
+    packed, chunks, line, mapped = eval(out) # standard:disable Security/Eval
+    refute packed
+    assert_equal 0, chunks
+    assert_match(/; GC page descriptors left in place: HERD_HEAP_INTERNALS=0; malloc's free chunks left alone: HERD_HEAP_INTERNALS=0, /, line)
+    assert_equal [2, 4, 6, 8], mapped
+  end
+
+  def test_without_glibc_the_report_says_why_nothing_was_sealed
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      Herd::Malloc.instance_variable_set(:@functions, nil)
+      Herd::Malloc.instance_variable_set(:@unsupported, "malloc is not glibc's (stubbed)")
+      $young = Array.new(100_000) { [] }
+      puts Herd::Heap.prepare(warmup: false, seal_malloc: true).to_s
+    RUBY
+    assert status.success?, err
+    assert_match(/malloc's free chunks left alone: malloc is not glibc's \(stubbed\)/, out)
+    refute_match(/chunks sealed/, out)
+    assert_match(/GC page descriptors left in place: /, out) if RUBY_VERSION.start_with?("3.1.")
+  end
+
+  def test_under_another_allocator_preloaded_nothing_is_sealed_and_the_report_says_why
+    skip "no jemalloc or tcmalloc installed" unless OTHER_ALLOCATOR
+    out, err, status = ruby_run(<<~RUBY, env: {"LD_PRELOAD" => OTHER_ALLOCATOR})
+      require "herd"
+      $young = Array.new(100_000) { [] }
+      report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      p [Herd::Malloc.available?, report.to_s, Herd.map([1, 2], processes: 2) { |i| i + 1 }]
+    RUBY
+    assert status.success?, err
+    available, line, mapped = eval(out) # standard:disable Security/Eval
+    refute available
+    assert_match(/malloc's free chunks left alone: malloc is not glibc's \(jemalloc, tcmalloc or another allocator is loaded\)/, line)
+    refute_match(/chunks sealed/, line)
+    assert_equal [2, 3], mapped
+  end
+
+  def test_other_threads_alive_are_named_in_the_report
+    skip "packing needs CRuby 3.1 with glibc" unless Herd::PageDescriptors.unsupported.nil?
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      $young = Array.new(100_000) { [] }
+      thread = Thread.new { sleep }
+      puts Herd::Heap.prepare(warmup: false).to_s
+      thread.kill
+    RUBY
+    assert status.success?, err
+    assert_match(/GC page descriptors left in place: 1 other thread alive/, out)
+  end
+
+  def test_a_released_seal_gives_the_chunks_back_once_and_only_in_its_process
+    skip "glibc malloc only" unless GLIBC
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      $strings = Array.new(20_000) { |i| "x" * 200 + i.to_s }
+      $strings = $strings.each_slice(2).map(&:first)
+      report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      reader, writer = IO.pipe
+      pid = fork { writer.write(report.sealed.unseal.to_s); exit!(0) }
+      writer.close
+      Process.wait(pid)
+      in_child = reader.read.to_i
+      chunks = report.sealed.chunks
+      report.release
+      p [chunks > 1000, in_child, report.sealed.unsealed?, report.sealed.unseal, report.to_s.include?("since unsealed")]
+    RUBY
+    assert status.success?, err
+    assert_equal [true, 0, true, 0, true], eval(out) # standard:disable Security/Eval
+  end
+end
