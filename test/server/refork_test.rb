@@ -246,20 +246,6 @@ class ServerReforkTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
-  def test_descriptor_counts_stay_flat_across_100_reforks
-    serve(args: ["-w", "1", "--access-log", "access.log"])
-    counts = {}
-    (1..100).each do |generation|
-      @server.get("/")
-      refork_to(generation)
-      next unless [5, 100].include?(generation)
-
-      mold = Integer(@server.wait_for(/mold \(gen #{generation}\), pid (\d+) ready/)[1])
-      counts[generation] = [fds(@server.pid), fds(mold)]
-    end
-    assert_equal counts[5], counts[100], "monitor and mold descriptor counts after 5 and 100 reforks"
-  end
-
   private
 
   def fds(pid)

@@ -60,3 +60,37 @@ class ServerSettingsSourcesTest < Herd::Test
     assert_equal %(WEB_CONCURRENCY must be a whole number of workers, got "four"), error.message
   end
 end
+
+# What rackup and rails server pass the handler, turned into flags.
+class ServerRackHandlerOptionsTest < Herd::Test
+  def flags(options, env: {})
+    saved = ENV.to_h.slice("PORT")
+    ENV.delete("PORT")
+    env.each { |key, value| ENV[key] = value }
+    handler = Herd::Server::RackHandler
+    [handler.chosen?(options, :Port), handler.chosen?(options, :Host), handler.fallback(options)]
+  ensure
+    ENV.delete("PORT")
+    ENV.update(saved)
+  end
+
+  def setup
+    require "herd/server/rack_handler"
+  end
+
+  def test_rackup_defaults_are_a_fallback_not_flags
+    assert_equal [false, false, "localhost:9292"], flags({Port: 9292, Host: "localhost"})
+    assert_equal [true, false, "localhost:3001"], flags({Port: 3001, Host: "localhost"})
+  end
+
+  def test_rails_says_what_was_typed
+    production = {Port: 3000, Host: "0.0.0.0", user_supplied_options: []}
+    assert_equal [false, false, "0.0.0.0:3000"], flags(production)
+    assert_equal [true, true, "127.0.0.1:0"], flags({Port: 0, Host: "127.0.0.1", user_supplied_options: %i[Port Host]})
+  end
+
+  def test_PORT_reported_by_rails_as_typed_stays_the_environment
+    assert_equal [false, false, "0.0.0.0:5000"],
+      flags({Port: 5000, Host: "0.0.0.0", user_supplied_options: [:Port]}, env: {"PORT" => "5000"})
+  end
+end

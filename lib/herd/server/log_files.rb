@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "fcntl"
+require_relative "../errors"
 
 module Herd
   module Server
@@ -27,11 +28,15 @@ module Herd
       # @param stderr_path [String, nil]
       def redirect(stdout_path: nil, stderr_path: nil)
         @paths = {}
-        {$stdout => stdout_path, $stderr => stderr_path}.each do |io, path|
+        {$stdout => [:stdout_path, stdout_path], $stderr => [:stderr_path, stderr_path]}.each do |io, (setting, path)|
           next unless path
 
           path = File.expand_path(path)
-          io.reopen(path, "a")
+          begin
+            io.reopen(path, "a")
+          rescue SystemCallError => e
+            raise ConfigError, "#{setting} #{path}: #{e.message.sub(/ @ \w+/, "")}; create its directory or choose another path"
+          end
           io.sync = true
           @paths[io] = path
         end

@@ -59,12 +59,13 @@ module Herd
       # @return [Integer] the exit status
       def run
         @config.validate!
+        # Before the redirect: a refusal must reach the terminal.
+        @pidfile = Pidfile.write(@config.pidfile) if @config.pidfile
         LogFiles.redirect(stdout_path: @config.stdout_path, stderr_path: @config.stderr_path)
         # Every process of the server writes its lines at once (as under
         # Puma): a buffered line waits for the next flush, and dies with a
         # process killed by SIGKILL or the OOM killer.
         $stdout.sync = true
-        @pidfile = Pidfile.write(@config.pidfile) if @config.pidfile
         @log.info(ROLE, "settings: #{@config.describe_origins}")
         build_parts
         Process.setproctitle("herd monitor")

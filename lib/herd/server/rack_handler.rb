@@ -23,6 +23,7 @@ module Herd
         flags = Flags.new(workers: options[:Workers] && Integer(options[:Workers]))
         flags.port = options[:Port] if chosen?(options, :Port)
         flags.host = options[:Host] if chosen?(options, :Host)
+        flags.fallback_listen = fallback(options) unless flags.port || flags.host
         config = SettingsSources.new(file: options[:Config]).build(flags)
         config.app = app
         config.timeout = Float(options[:Timeout]) if options[:Timeout]
@@ -31,13 +32,25 @@ module Herd
         Server.run(config)
       end
 
-      # @return [Boolean] whether the user gave option `key` (not a default
-      #   of rackup or Rails)
+      # @return [Boolean] whether the user typed option `key`: not a default
+      #   of rackup or Rails, and not PORT (Rails reports PORT as if typed;
+      #   herd reads it itself, for 0.0.0.0 as a platform setting PORT expects)
       def self.chosen?(options, key)
         return false if options[key].nil?
+        return false if key == :Port && ENV["PORT"] && options[:Port].to_s == ENV["PORT"].strip
         return Array(options[:user_supplied_options]).include?(key) if options.key?(:user_supplied_options)
 
         !RACKUP_DEFAULTS.fetch(key).include?(options[key])
+      end
+
+      # @return [String, nil] rackup's or Rails' own address, used when
+      #   nothing else gives one (rackup: localhost:9292; Rails:
+      #   localhost:3000 in development, 0.0.0.0:3000 otherwise)
+      def self.fallback(options)
+        return nil unless options[:Port]
+
+        host = options[:Host] || "localhost"
+        "#{(host.include?(":") && !host.start_with?("[")) ? "[#{host}]" : host}:#{options[:Port]}"
       end
 
       # @return [Hash] for `rackup -h -s herd`

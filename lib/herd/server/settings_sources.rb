@@ -62,10 +62,15 @@ module Herd
         config.origins[:listen] = "PORT"
       end
 
+      # A launcher's default comes after the file and the environment.
       def apply_flags(config, flags)
         if flags.workers
           config.workers = flags.workers
           config.origins[:workers] = "a flag"
+        end
+        if config.listen_specs.empty? && flags.fallback_listen
+          config.add_listener(flags.fallback_listen)
+          config.origins[:listen] = "the launcher's defaults"
         end
         listen = flags.listen.dup
         if flags.port || flags.host
@@ -94,9 +99,11 @@ module Herd
     end
 
     # What a command line (or rackup's options) said about the settings
-    # that several sources can give.
-    Flags = Struct.new(:workers, :listen, :port, :host, keyword_init: true) do
-      def initialize(workers: nil, listen: [], port: nil, host: nil)
+    # that several sources can give. `fallback_listen` is a launcher's own
+    # default (rackup's localhost:9292, rails server's :3000): below the
+    # file and the environment, above herd's localhost:8080.
+    Flags = Struct.new(:workers, :listen, :port, :host, :fallback_listen, keyword_init: true) do
+      def initialize(workers: nil, listen: [], port: nil, host: nil, fallback_listen: nil)
         super
       end
     end
