@@ -4,7 +4,7 @@ require_relative "support/app_scenario"
 require "json"
 
 # A Rails 7.2 app (production, SQLite, a scaffold) under `herd serve` with
-# refork_after, through three reforks, driven by what a browser does: the
+# refork_after, through ten reforks, driven by what a browser does: the
 # scaffold's form, its CSRF token and session cookie, the redirect, the
 # record read back in HTML and JSON.
 class RailsAppTest < Herd::Test
@@ -20,10 +20,10 @@ class RailsAppTest < Herd::Test
     300
   end
 
-  def test_a_rails_app_through_three_reforks
+  def test_a_rails_app_through_ten_reforks
     @server = Herd::AppServer.new(app: Herd::AppServer.rails_app, config: CONFIG, env: {"RAILS_ENV" => "production"})
     @iteration = 0
-    generations = through_reforks(workers: WORKERS) { browse }
+    generations = through_reforks(workers: WORKERS, reforks: 10) { browse }
     5.times { browse } # generation 3 serves
     check_requests
     check_descriptors(generations)
