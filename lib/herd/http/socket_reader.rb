@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../clock"
+
 require "io/wait"
 require_relative "errors"
 
@@ -54,7 +56,7 @@ module Herd
       # @return [String, nil] the head (binary), nil if the client closed before sending anything
       # @raise [RequestError] 414, 431, 400 (bare CR/LF, EOF inside the head), 408
       def read_head(max_request_line, max_header_bytes)
-        deadline = now + @timeout
+        deadline = Clock.now + @timeout
         from = 0
         loop do
           if (ending = @buffer.index(HEAD_END, from))
@@ -76,7 +78,7 @@ module Herd
       # @return [String, nil] the field lines with the final CRLF, nil if there were none
       # @raise [RequestError] 431 above max_bytes, 400 (bare CR/LF, EOF), 408
       def read_trailer_section(max_bytes)
-        deadline = now + @timeout
+        deadline = Clock.now + @timeout
         from = 0
         loop do
           return take(2) && nil if @buffer.start_with?(CRLF)
@@ -199,7 +201,7 @@ module Herd
           return data if data.is_a?(String)
           raise RequestError.new(400, "connection closed inside the request body") if data.nil?
 
-          wait(data, now + @timeout)
+          wait(data, Clock.now + @timeout)
         end
       rescue SystemCallError => e # ECONNRESET, ETIMEDOUT, EHOSTUNREACH...
         raise ClientDisconnected, e.message
@@ -207,7 +209,7 @@ module Herd
 
       # Reads more into the buffer, waiting at most `timeout` seconds for it.
       def fill_idle
-        fill(now + @timeout) or raise RequestError.new(400, "connection closed inside the request")
+        fill(Clock.now + @timeout) or raise RequestError.new(400, "connection closed inside the request")
       end
 
       # @return [Boolean] false at EOF
@@ -229,13 +231,9 @@ module Herd
 
       # TLS sockets may need to write in order to read.
       def wait(what, deadline)
-        remaining = deadline - now
+        remaining = deadline - Clock.now
         ready = remaining.positive? && ((what == :wait_writable) ? @io.wait_writable(remaining) : @io.wait_readable(remaining))
         raise RequestError.new(408, "timed out waiting #{@timeout} s for the client") unless ready
-      end
-
-      def now
-        Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
     end
   end

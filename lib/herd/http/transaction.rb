@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../clock"
+
 require_relative "errors"
 require_relative "exchange"
 require_relative "socket_reader"
@@ -43,14 +45,14 @@ module Herd
 
       # @return [Exchange]
       def run
-        started = now
+        started = Clock.now
         serve if receive
         @exchange
       ensure
         @exchange.bytes_sent = @writer.bytes_sent
         @exchange.status ||= @writer.status
         finish_connection
-        @exchange.duration = now - started
+        @exchange.duration = Clock.now - started
       end
 
       # env["rack.hijack"] is the transaction itself (one object less per
@@ -199,10 +201,6 @@ module Herd
         return "" unless @request
 
         "#{prefix}#{@request.method} #{@request.target[0, 200]}"
-      end
-
-      def now
-        Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
     end
   end

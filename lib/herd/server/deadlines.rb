@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../clock"
+require_relative "monitor_part"
 
 module Herd
   module Server
@@ -8,6 +9,8 @@ module Herd
     # within `spawn_timeout`, a stop past its grace period. Each ends with
     # SIGKILL: a process past its deadline is not trusted to leave by itself.
     class Deadlines
+      include MonitorPart
+
       # @param children [Children]
       # @param context [Context]
       # @param workload [Workload]
@@ -28,7 +31,6 @@ module Herd
       def enforce
         return kill_all("shutdown timeout reached") if @stop_at && Clock.now > @stop_at
 
-        config = @context.config
         @children.each do |child|
           if (label = @workload.overdue(child, config.timeout))
             log("#{child} timed out after #{config.timeout}s on #{label}; killing it")
@@ -49,10 +51,6 @@ module Herd
         log("#{reason}: killing #{@children.count} process(es)") if @children.any?
         @children.each { |child| @children.signal(child, :KILL) }
         @stop_at = nil
-      end
-
-      def log(message)
-        @context.log.info(Monitor::ROLE, message)
       end
     end
   end

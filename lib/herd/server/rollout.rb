@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../clock"
+require_relative "monitor_part"
 require_relative "backoff"
 
 module Herd
@@ -23,6 +24,8 @@ module Herd
     # refork is retried after a growing pause, a failed reload is not (the
     # next HUP tries again).
     class Rollout
+      include MonitorPart
+
       attr_reader :generation
 
       # @param children [Children]
@@ -191,14 +194,6 @@ module Herd
 
       def current_workers
         @children.workers.select { |child| child.ready? && child.generation == @generation }
-      end
-
-      def config
-        @context.config
-      end
-
-      def log(message)
-        @context.log.info(Monitor::ROLE, message)
       end
     end
   end

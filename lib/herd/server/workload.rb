@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../clock"
+
 module Herd
   module Server
     # What the monitor knows of a worker's requests: from the shared
@@ -26,7 +28,7 @@ module Herd
       def current(child)
         return @scoreboard.current(child.number) if slot?(child.number)
 
-        [now - child.busy_since, child.busy_with] if child.busy_since
+        [Clock.now - child.busy_since, child.busy_with] if child.busy_since
       end
 
       # @return [String, nil] the request line of a request past `timeout`
@@ -41,10 +43,6 @@ module Herd
 
       def slot?(number)
         @scoreboard&.covers?(number) || false
-      end
-
-      def now
-        Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
     end
   end
