@@ -75,6 +75,11 @@ module Herd
         release_boot_memory
         supervise
         @exit_status
+      rescue Herd::Error
+        raise # a setting refused at boot: the CLI says it in one line
+      rescue Exception => e # rubocop:disable Lint/RescueException -- a monitor never dies without a log line
+        @log.error(ROLE, "crashed (#{e.class}); stopping every process of the server", e)
+        raise
       ensure
         shut_down_hard
         @pidfile&.remove
