@@ -70,7 +70,7 @@ module RailsBench
   # Every process of the tree at the end of the load, with its role.
   def final(running)
     roles = running.processes.to_h { |process| [process[:pid], process.values_at(:role, :generation)] }
-    Herd::Memory.tree(running.pid).rows.map do |row|
+    Sampler.rows(running.pid).map do |row|
       role, generation = roles[row.pid]
       {pid: row.pid, title: row.title.to_s[0, 80], role: role, generation: generation,
        pss: (row.sample.pss / MIB).round(1), uss: (row.sample.uss / MIB).round(1)}

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "herd/memory"
+require_relative "../http/support"
 
 module RailsBench
   MIB = 1048576.0
@@ -44,9 +45,9 @@ module RailsBench
 
     # @return [Hash, nil] a sample taken now
     def take
-      report = Herd::Memory.tree(@pid)
-      sample = {t: now, pss: (report.total.pss / MIB).round(2), processes: report.rows.size}
-      sample[:rows] = report.rows.map { |row| [row.pid, row.title.to_s[0, 60], (row.sample.pss / MIB).round(2)] } if @titles
+      rows = self.class.rows(@pid)
+      sample = {t: now, pss: (rows.sum { |row| row.sample.pss } / MIB).round(2), processes: rows.size}
+      sample[:rows] = rows.map { |row| [row.pid, row.title.to_s[0, 60], (row.sample.pss / MIB).round(2)] } if @titles
       @mutex.synchronize { @samples << sample }
       @each_sample&.call(sample)
       sample
@@ -56,6 +57,25 @@ module RailsBench
 
     def now
       Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+
+    Row = Struct.new(:pid, :title, :sample)
+
+    # The rows of Herd::Memory.tree(pid), plus any process of the server's
+    # process group that left the tree: Puma fork_worker's workers 1-3 are
+    # children of worker 0 and are reparented to init when a phased restart
+    # stops it, while they go on serving.
+    def self.rows(pid)
+      rows = Herd::Memory.tree(pid).rows.map { |row| Row.new(row.pid, row.title, row.sample) }
+      known = rows.map(&:pid)
+      HttpBench.processes(pid).each do |process|
+        next if known.include?(process[:pid])
+
+        rows << Row.new(process[:pid], process[:title], Herd::Memory.sample(process[:pid]))
+      rescue Herd::Error
+        next
+      end
+      rows
     end
 
     # Statistics over [from, to] (CLOCK_MONOTONIC): the time average

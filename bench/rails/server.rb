@@ -34,11 +34,11 @@ module RailsBench
 
   # herd's documented settings tried on top of the default config (--variants).
   VARIANTS = [
+    herd("herd-no_compact", "prepare_heap compact: false"),
     herd("herd-max_unavailable2", "refork_max_unavailable 2"),
     herd("herd-no_oobgc", "out_of_band_gc false"),
-    herd("herd-oobgc50k", "out_of_band_gc 50_000"),
-    herd("herd-refork100", "refork_after [50, 100]", description: "refork_after [50, 100] (100 repeating)"),
-    herd("herd-no_refork", "refork_after false", description: "refork_after false (plain preload through the mold)")
+    herd("herd-refork1000", "refork_after [1000]", description: "refork_after [1000] (every 1,000 requests of the busiest worker)"),
+    herd("herd-no_refork", "refork_after false", description: "refork_after false (no reforking: workers forked from the first mold)")
   ].freeze
 
   # A server running in a directory of its own, in its own process group.

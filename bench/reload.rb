@@ -1,0 +1,71 @@
+# frozen_string_literal: true
+
+# Memory during a reload: `herd serve` on the Rails app of test/apps (4
+# workers, refork_after [50, 100, 1000]) under the load of bench/rails (4
+# clients browsing the scaffold), steady state, then the app's response
+# changed (a RELEASE file its initializer reads at boot, answered in an
+# x-release header) and `kill -HUP` to the monitor: Σ PSS of the tree every
+# 0.25 s through the roll against steady + the new mold's own PSS + 10%;
+# failed requests; every response after the roll from the new code.
+#
+#   test/apps/setup && BUNDLE_GEMFILE=bench/rails/Gemfile bundle install   # once
+#   bundle exec ruby bench/reload.rb [--rounds N] [--herd-options "refork_after false"] [--puma]
+#   bundle exec rake bench:reload
+#
+# --puma adds Puma fork_worker's phased restart (USR1) on the same app for
+# comparison. Writes bench/results/reload.md and bench/results/reload.json.
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+require "optparse"
+require "tmpdir"
+require_relative "reload/run"
+require_relative "reload/report"
+
+command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
+options = {rounds: 2, interval: 0.25, workers: 4, steady: 5.0, after: 5.0, warm: 20.0, warm_generation: 3,
+           herd_options: [nil], puma: false, name: "reload"}
+OptionParser.new do |opts|
+  opts.banner = "usage: ruby bench/reload.rb [options]"
+  opts.on("--rounds N", Integer, "reloads per setup (default 2)") { |n| options[:rounds] = n }
+  opts.on("--interval S", Float, "seconds between Σ PSS samples (default 0.25)") { |s| options[:interval] = s }
+  opts.on("--workers N", Integer, "workers (default 4)") { |n| options[:workers] = n }
+  opts.on("--steady S", Float, "seconds of steady load measured before the signal (default 5)") { |s| options[:steady] = s }
+  opts.on("--after S", Float, "seconds of load after the roll (default 5)") { |s| options[:after] = s }
+  opts.on("--herd-options LIST", "herd settings of each setup, ';'-separated setups, '-' for the default " \
+    "(e.g. '-;refork_after false')") { |list| options[:herd_options] = list.split(";").map { |o| (o.strip == "-") ? nil : o.strip } }
+  opts.on("--puma", "also Puma fork_worker's phased restart (USR1)") { options[:puma] = true }
+  opts.on("--name NAME", "results file name under bench/results (default reload)") { |name| options[:name] = name }
+end.parse!
+
+missing = RailsBench.missing_bundle
+abort "bench/reload: #{missing}" if missing
+reloaders = options[:herd_options].map { |herd_options| ReloadBench.reloaders(herd_options).first }
+reloaders << ReloadBench.reloaders(nil).last if options[:puma]
+
+env = Bench::Report.environment(command).merge(versions: RailsBench.versions, loadavg_start: Bench::Report.loadavg)
+started = HttpBench.now
+runs = []
+Dir.mktmpdir("bench-reload") do |work|
+  template = RailsBench.template(work)
+  env[:app] = Bench::Report.relative(template[:source])
+  (1..options[:rounds]).each do |round|
+    reloaders.rotate(round - 1).each do |reloader|
+      run = ReloadBench.run(reloader, template: template, work: work, round: round, workers: options[:workers],
+        interval: options[:interval], steady: options[:steady], after: options[:after], warm: options[:warm],
+        warm_generation: options[:warm_generation])
+      runs << run
+      m = run[:memory]
+      warn(run[:error] ? "round #{round} #{run[:server]}: ERROR #{run[:error]}" :
+        format("round %d %-20s steady %.1f, mold %.1f, bound %.1f, peak %.1f (%s), failed %d, after roll %s",
+          round, run[:server], m[:steady_median], m[:new_mold][:pss], m[:bound], m[:peak], m[:pass] ? "pass" : "FAIL",
+          run[:failed], run[:responses][:after_roll].inspect))
+    end
+  end
+end
+env[:loadavg_end] = Bench::Report.loadavg
+env[:seconds] = (HttpBench.now - started).round
+report = ReloadBench::Report.new(env: env, runs: runs, options: options)
+markdown = report.markdown
+puts markdown
+paths = Bench::Report.write(options[:name], markdown: markdown, data: {environment: env, options: options, runs: runs})
+warn "wrote #{paths.join(", ")}"
