@@ -275,34 +275,60 @@ module Herd
     # workers share the pages, the chunk headers malloc writes would copy
     # those pages in this process.
     def release_heap
-      @heap_report&.release
+      report = @heap_report
       @heap_report = nil
+      report&.release
     end
 
-    # The new worker is in @workers before any interrupt can land, so
-    # #shutdown always knows every pid it must reap.
+    # The new worker is in @workers before it forks, so #shutdown knows
+    # every pid it must reap even when a signal lands right after the fork.
     def spawn(number)
       siblings = @workers.each_with_index.filter_map { |worker, slot| worker&.io if slot != number }
-      Thread.handle_interrupt(Object => :never) do
-        @workers[number] = WORKER_CLASSES.fetch(kind).new(number, @setup).start(siblings)
-      end
+      worker = WORKER_CLASSES.fetch(kind).new(number, @setup)
+      @workers[number] = worker
+      Thread.handle_interrupt(Object => :never) { worker.start(siblings) }
     end
 
-    # Interrupts may cut the waiting short (a second Ctrl-C need not sit
-    # through shutdown_timeout), never the killing and reaping after it.
+    # A signal may land anywhere in here — Ruby runs trap handlers (and
+    # raises Interrupt) even where Thread.handle_interrupt defers other
+    # interrupts. It may cut the waiting short (a second Ctrl-C need not sit
+    # through shutdown_timeout), never the killing and reaping: those are
+    # idempotent and retried until done, and the pool counts as closed only
+    # then, so a later close (the caller's ensure, the at_exit registry)
+    # finishes what an interrupted one began.
     def shutdown(polite:)
       return if @closed || Process.pid != @owner
 
-      @closed = true
-      Registry.delete(self)
-      Thread.handle_interrupt(Object => :never) do
-        Thread.handle_interrupt(Object => :immediate) { wind_down(polite) }
+      begin
+        Thread.handle_interrupt(Object => :immediate) { wind_down(polite) } unless @wound_down
       ensure
+        @wound_down = true
+        finish_shutdown
+      end
+    end
+
+    def finish_shutdown
+      signal = nil
+      begin
         @workers.each(&:kill) # only the ones not reaped yet: a reaped pid may be someone else's now
         @workers.each(&:reap)
-        @scoreboard.free
-        release_heap
+        free_once
+        @closed = true
+        Registry.delete(self)
+      rescue SignalException => e
+        signal ||= e
+        retry
       end
+      raise signal if signal
+    end
+
+    # Flags first: an interrupted free is leaked, never freed twice.
+    def free_once
+      unless @scoreboard_freed
+        @scoreboard_freed = true
+        @scoreboard.free
+      end
+      release_heap
     end
 
     def wind_down(polite)

@@ -32,7 +32,10 @@ module Herd
       # @param siblings [Array<IO>] parent-side descriptors the child must close,
       #   or a sibling's death would go unnoticed (its socket kept open by us)
       def start(siblings)
+        # Kept where #reap closes them, whatever moment a signal interrupts this.
         parent_end, child_end = Channel.pair
+        @channel = parent_end
+        @child_end = child_end
         parent_pid = Process.pid
         from_main_thread = Thread.current == Thread.main
         # A signal landing in the child before its handlers are set would raise
@@ -54,13 +57,12 @@ module Herd
           end
         end
         child_end.close
-        @channel = parent_end
         self
       end
 
       # @return [IO] readable when results arrive or the worker dies
       def io
-        @channel.io
+        @channel&.io
       end
 
       def send_batch(message)
@@ -77,17 +79,19 @@ module Herd
 
       # Asks the worker to finish: it exits after its current batch.
       def stop
+        return unless @channel
+
         @channel.send_message([:stop])
       rescue Errno::EPIPE, Errno::ECONNRESET, IOError
         nil
       ensure
-        @channel.close
+        @channel&.close
       end
 
       # Does nothing once the worker is reaped: its pid may be another
       # process's by now.
       def signal(name)
-        return if @status
+        return if @status || @pid.nil?
 
         Process.kill(name, @pid)
       rescue Errno::ESRCH
@@ -102,15 +106,16 @@ module Herd
       # @return [Process::Status, nil] nil while it runs (wait: false)
       def reap(wait: true)
         return @status if @status
+        return close_channels && :gone unless @pid # interrupted before it forked
 
         _, status = Process.waitpid2(@pid, wait ? 0 : Process::WNOHANG)
         return nil unless status
 
-        @channel.close
+        close_channels
         @status = status
       rescue Errno::ECHILD
         @status = nil
-        @channel.close
+        close_channels
         :gone
       end
 
@@ -128,6 +133,12 @@ module Herd
       end
 
       private
+
+      def close_channels
+        @child_end&.close
+        @channel&.close
+        true
+      end
 
       def serve(channel, parent_pid, from_main_thread)
         @setup.leave_worker(work(channel, parent_pid, from_main_thread))

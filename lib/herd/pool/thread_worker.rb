@@ -83,10 +83,11 @@ module Herd
       end
 
       def kill
-        @thread.kill
+        @thread&.kill
       end
 
       def reap(wait: true)
+        return :thread unless @thread
         return nil unless wait || !@thread.alive?
 
         @thread.join
