@@ -130,7 +130,7 @@ class ServerProcessModelTest < Herd::Test
   def test_a_worker_not_ready_within_spawn_timeout_is_killed_and_retried
     config = <<~RUBY
       workers 1
-      spawn_timeout 1
+      spawn_timeout 3
       after_worker_fork do |server, worker|
         unless File.exist?("slow-once")
           File.write("slow-once", "")
