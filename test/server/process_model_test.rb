@@ -139,7 +139,7 @@ class ServerProcessModelTest < Herd::Test
       end
     RUBY
     serve(config: config)
-    @server.wait_for(/worker 0 \(gen 0\), pid \d+ was not ready within spawn_timeout \(1s\); killing it/)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ was not ready within spawn_timeout \(3s\); killing it/)
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ was killed by SIGKILL/)
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ ready/)
     assert_match(/200/, @server.get("/").lines.first)
