@@ -16,6 +16,7 @@
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
+require "json"
 require "tmpdir"
 require_relative "rails/run"
 require_relative "rails/report"
@@ -34,7 +35,36 @@ OptionParser.new do |opts|
     options[:variants] = list || RailsBench::VARIANTS.map(&:name)
   end
   opts.on("--name NAME", "results file name under bench/results (default rails)") { |name| options[:name] = name }
+  opts.on("--report-only LIST", Array, "rewrite the results from earlier runs' JSON files (their runs merged, " \
+    "rounds numbered on)") { |list| options[:from] = list }
 end.parse!
+
+notes = File.join(__dir__, "rails", "NOTES.md")
+publish = lambda do |env, runs, opts|
+  opts[:notes] = File.exist?(notes) ? "\n#{File.read(notes)}" : ""
+  report = RailsBench::Report.new(env: env, runs: runs, options: opts)
+  markdown = report.markdown
+  puts markdown
+  paths = Bench::Report.write(opts[:name], markdown: markdown,
+    data: {environment: env, options: opts.except(:notes), summary: report.summary, runs: runs})
+  warn "wrote #{paths.join(", ")}"
+end
+
+if options[:from]
+  sources = options[:from].map { |path| JSON.parse(File.read(path), symbolize_names: true) }
+  runs = []
+  sources.each do |data|
+    offset = runs.map { |run| run[:round] }.max || 0
+    runs.concat(data[:runs].map { |run| run.merge(round: run[:round] + offset) })
+  end
+  env = sources.first[:environment].merge(command: sources.map { |data| data[:environment][:command] }.uniq.join("` then `"),
+    herd: sources.map { |data| data[:environment][:herd] }.uniq.join(", "),
+    seconds: sources.sum { |data| data[:environment][:seconds] }, loadavg_end: sources.last[:environment][:loadavg_end])
+  opts = sources.first[:options].merge(name: options[:name], rounds: runs.map { |run| run[:round] }.max,
+    servers_described: sources.map { |data| data[:options][:servers_described] }.reduce(:merge).transform_keys(&:to_s))
+  publish.call(env, runs, opts)
+  exit
+end
 
 missing = RailsBench.missing_bundle
 abort "bench/rails: #{missing}" if missing
@@ -61,10 +91,4 @@ Dir.mktmpdir("bench-rails") do |work|
 end
 env[:loadavg_end] = Bench::Report.loadavg
 env[:seconds] = (HttpBench.now - started).round
-options[:notes] = File.exist?(notes = File.join(__dir__, "rails", "NOTES.md")) ? "\n#{File.read(notes)}" : ""
-report = RailsBench::Report.new(env: env, runs: runs, options: options)
-markdown = report.markdown
-puts markdown
-paths = Bench::Report.write(options[:name], markdown: markdown,
-  data: {environment: env, options: options.except(:notes), summary: report.summary, runs: runs})
-warn "wrote #{paths.join(", ")}"
+publish.call(env, runs, options)

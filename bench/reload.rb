@@ -17,6 +17,7 @@
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
+require "json"
 require "tmpdir"
 require_relative "reload/run"
 require_relative "reload/report"
@@ -35,7 +36,23 @@ OptionParser.new do |opts|
     "(e.g. '-;refork_after false')") { |list| options[:herd_options] = list.split(";").map { |o| (o.strip == "-") ? nil : o.strip } }
   opts.on("--puma", "also Puma fork_worker's phased restart (USR1)") { options[:puma] = true }
   opts.on("--name NAME", "results file name under bench/results (default reload)") { |name| options[:name] = name }
+  opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
 end.parse!
+
+notes = File.join(__dir__, "reload", "NOTES.md")
+publish = lambda do |env, runs, opts|
+  report = ReloadBench::Report.new(env: env, runs: runs, options: opts)
+  markdown = report.markdown + (File.exist?(notes) ? "\n#{File.read(notes)}" : "")
+  puts markdown
+  paths = Bench::Report.write(opts[:name], markdown: markdown, data: {environment: env, options: opts, runs: runs})
+  warn "wrote #{paths.join(", ")}"
+end
+
+if options[:from]
+  data = JSON.parse(File.read(options[:from]), symbolize_names: true)
+  publish.call(data[:environment], data[:runs], data[:options].merge(name: options[:name]))
+  exit
+end
 
 missing = RailsBench.missing_bundle
 abort "bench/reload: #{missing}" if missing
@@ -64,8 +81,4 @@ Dir.mktmpdir("bench-reload") do |work|
 end
 env[:loadavg_end] = Bench::Report.loadavg
 env[:seconds] = (HttpBench.now - started).round
-report = ReloadBench::Report.new(env: env, runs: runs, options: options)
-markdown = report.markdown
-puts markdown
-paths = Bench::Report.write(options[:name], markdown: markdown, data: {environment: env, options: options, runs: runs})
-warn "wrote #{paths.join(", ")}"
+publish.call(env, runs, options)

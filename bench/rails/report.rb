@@ -117,7 +117,7 @@ module RailsBench
         Memory: Σ PSS of the server's process tree (`Herd::Memory.tree` of the pid the driver spawned:
         monitor or master, molds, workers) every #{@options[:interval]} s from the first request to the
         last; **time average** (trapezoids), peak, and the value at the end. "booted, idle": before the
-        first request. Each cell: median (min–max) over #{@options[:rounds]} rounds; servers interleaved, their
+        first request. Each cell: median (min–max) over the runs (one per round); servers interleaved, their
         order rotating each round. The machine is shared (2 cores, other engineers' tests): compare
         figures within a round, read ranges rather than single figures.
 

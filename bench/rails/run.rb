@@ -38,10 +38,13 @@ module RailsBench
     first = sampler.take # at rest, booted
     client = Client.new(port: running.port, ids: template[:ids], requests: requests)
     started = HttpBench.now
+    busy = HttpBench.system_busy
     sampler.start
     client.start
     records = client.wait
     finished = HttpBench.now
+    result[:busy_cores] = ((HttpBench.system_busy - busy) / (finished - started)).round(2) # everything on the machine
+    result[:loadavg] = Bench::Report.loadavg
     sampler.stop
     bad = failures(records)
     result.merge!(

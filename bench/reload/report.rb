@@ -29,7 +29,7 @@ module ReloadBench
     end
 
     def describe(run)
-      (run[:signal] == "HUP") ? "`kill -HUP` to herd's monitor (#{run[:description]})" : "`kill -USR1` (phased restart) to Puma's master, fork_worker"
+      (run[:signal].to_s == "HUP") ? "`kill -HUP` to herd's monitor (#{run[:description]})" : "`kill -USR1` (phased restart) to Puma's master, fork_worker"
     end
 
     def timeline(run)
@@ -39,16 +39,18 @@ module ReloadBench
       s = run[:samples].select { |at, *| at >= t[:signal] - 2 && at <= t[:roll_done] + 2 }
       points = s.each_slice([s.size / 24, 1].max).map(&:first).map { |at, pss, n| "#{(at - t[:signal]).round(1)} s: #{pss.round} (#{n})" }
       peak = run[:memory][:peak_processes]&.map { |_pid, title, pss| "#{title.sub(/ requests=\d+/, "")} #{pss}" }&.join("; ")
+      after = run[:samples].select { |at, *| at > t[:roll_done] + 1 }.map { |_, pss, _| pss }.max
       <<~MD
         - #{run[:server]}, round #{run[:round]} (#{describe(run)}): warm-up #{run.dig(:warm, :seconds)} s to generation #{run.dig(:warm, :generation).inspect}; signal at #{t[:signal]} s, new mold (gen #{run[:memory][:new_mold][:generation]}, pid #{run[:memory][:new_mold][:pid]}) ready #{(t[:mold_ready] - t[:signal]).round(2)} s later (PSS #{run[:memory][:new_mold][:pss]}, USS #{run[:memory][:new_mold][:uss]}, RSS #{run[:memory][:new_mold][:rss]} MiB), every worker on the new code #{t[:roll_seconds]} s after the signal; p99 #{run.dig(:latency_ms, :p99)} ms overall, #{run.dig(:latency_roll_ms, :p99).inspect} ms during the roll; #{run[:rps]} req/s.
           Σ PSS, MiB (processes), from the signal: #{points.join(", ")}.
           At the peak (#{(run[:memory][:peak_at] - t[:signal]).round(1)} s after the signal): #{peak}#{by_gen(run)}.
+          After the roll (#{(t[:end] - t[:roll_done]).round(1)} s more load): Σ PSS up to #{after&.round(1).inspect} MiB.
       MD
     end
 
     def by_gen(run)
       sums = run[:memory][:peak_by_generation]
-      return "" if sums.nil? || run[:signal] != "HUP"
+      return "" if sums.nil? || run[:signal].to_s != "HUP"
 
       " (old generation #{sums[:old] || sums["old"] || 0}, new generation #{sums[:new] || sums["new"] || 0}, monitor #{sums[:other] || sums["other"] || 0})"
     end

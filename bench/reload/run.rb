@@ -86,7 +86,11 @@ module ReloadBench
     sampler&.stop
     problems = running&.stop || []
     result[:stop_problems] = problems unless problems.empty?
-    result[:log_tail] = running.log_tail(30) if running && (result[:error] || !problems.empty?)
+    if running && (result[:error] || !problems.empty?)
+      lines = running.log.lines
+      result[:log_tail] = lines.last(10).join
+      result[:server_log] = lines.grep_v(/\A[IWDEF], \[/).last(60).join # the server's own lines, not Rails' request log
+    end
     FileUtils.rm_rf(dir) if dir
   end
 
