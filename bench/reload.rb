@@ -60,6 +60,8 @@ reloaders = options[:herd_options].map { |herd_options| ReloadBench.reloaders(he
 reloaders << ReloadBench.reloaders(nil).last if options[:puma]
 
 env = Bench::Report.environment(command).merge(versions: RailsBench.versions, loadavg_start: Bench::Report.loadavg)
+# A snapshot without .git (git archive COMMIT) says which commit it is.
+env[:herd] = ENV["HERD_REVISION"] if ENV["HERD_REVISION"]
 started = HttpBench.now
 runs = []
 Dir.mktmpdir("bench-reload") do |work|
