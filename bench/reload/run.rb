@@ -23,9 +23,17 @@ module ReloadBench
       roles.none? { |role, gen| (role == :worker && gen != generation) || role == :transient || (role == :mold && gen != generation) }
   end
 
-  # Puma (fork_worker) phased restart: every worker booted again in phase 1.
+  # Puma (fork_worker) phased restart: every worker booted again in the
+  # phase the restart started (its auto-refork after 1,000 requests may have
+  # used a phase before).
+  PUMA_PHASE = /Starting phased worker restart, phase: (\d+)/
   PUMA_DONE = lambda do |_running, log, workers|
-    log.scan(/Worker (\d+) \(PID: \d+\) booted in [\d.]+s, phase: 1/).flatten.uniq.size >= workers
+    phase = log[PUMA_PHASE, 1]
+    phase && log.scan(/Worker (\d+) \(PID: \d+\) booted in [\d.]+s, phase: #{phase}\b/).flatten.uniq.size >= workers
+  end
+  PUMA_MOLD = lambda do |log|
+    phase = log[PUMA_PHASE, 1]
+    (m = phase && log.match(/Worker 0 \(PID: (\d+)\) booted in [\d.]+s, phase: #{phase}\b/)) && [phase.to_i, m[1].to_i]
   end
 
   def self.reloaders(options)
@@ -34,7 +42,7 @@ module ReloadBench
     [
       Reloader.new(server: herd, signal: "HUP", done: HERD_DONE, mold: ->(log) { log.scan(MOLD_READY).last&.map(&:to_i) }),
       Reloader.new(server: RailsBench::SERVERS.find { |s| s.name == "puma-fork_worker" }, signal: "USR1", done: PUMA_DONE,
-        mold: ->(log) { (m = log.match(/Worker 0 \(PID: (\d+)\) booted in [\d.]+s, phase: 1/)) && [1, m[1].to_i] })
+        mold: PUMA_MOLD)
     ]
   end
 
