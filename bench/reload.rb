@@ -33,7 +33,7 @@ OptionParser.new do |opts|
   opts.on("--steady S", Float, "seconds of steady load measured before the signal (default 5)") { |s| options[:steady] = s }
   opts.on("--after S", Float, "seconds of load after the roll (default 5)") { |s| options[:after] = s }
   opts.on("--herd-options LIST", "herd settings of each setup, ';'-separated setups, '-' for the default " \
-    "(e.g. '-;refork_after false')") { |list| options[:herd_options] = list.split(";").map { |o| (o.strip == "-") ? nil : o.strip } }
+    "(e.g. '-;refork_after false'; 'none' with --puma for Puma alone)") { |list| options[:herd_options] = (list == "none") ? [] : list.split(";").map { |o| (o.strip == "-") ? nil : o.strip } }
   opts.on("--puma", "also Puma fork_worker's phased restart (USR1)") { options[:puma] = true }
   opts.on("--name NAME", "results file name under bench/results (default reload)") { |name| options[:name] = name }
   opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
