@@ -83,4 +83,20 @@ class ServerReloadTest < Herd::Test
     @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
     assert_match(/v3/, @server.get("/"))
   end
+
+  def test_a_reload_starts_the_refork_schedule_over
+    @server = Herd::ServerHarness.new(app: app("v1"), config: "workers 1\nrefork_after [5, 1000]\n")
+    @server.ready
+    6.times { @server.get("/") }
+    @server.wait_for(/refork \(\d+ requests\): promoting worker 0 \(gen 0\)/)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    File.write(File.join(@server.dir, "config.ru"), app("v2"))
+    @server.signal("HUP")
+    @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
+    6.times { @server.get("/") }
+    # The fresh generation is cold: reforked after 5 requests, not 1000.
+    @server.wait_for(/refork \(\d+ requests\): promoting worker 0 \(gen 2\)/)
+    @server.wait_for(/worker 0 \(gen 3\), pid \d+ ready/)
+    assert_match(/v2/, @server.get("/"))
+  end
 end

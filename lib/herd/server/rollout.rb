@@ -39,6 +39,10 @@ module Herd
         @workload = workload
         @generation = 0
         @newest = 0
+        # Reforks since the current code was booted from config.ru: the
+        # index into refork_after, so a reload (or a mold booted again)
+        # starts the schedule over and its cold workers are reforked soon.
+        @reforks_since_boot = 0
         @pending = nil
         @failures_by_candidate = Hash.new(0)
         @backoff = Backoff.new(base: 1.0, max: 30)
@@ -58,6 +62,7 @@ module Herd
       # @return [Integer] the generation of a mold booted from config.ru to
       #   replace a dead one (the first mold is generation 0)
       def fresh_generation
+        @reforks_since_boot = 0
         @generation = (@children.any? ? (@newest += 1) : @newest)
       end
 
@@ -67,7 +72,7 @@ module Herd
         schedule = config.refork_after
         return if pending? || Clock.now < @next_refork_at || !schedule || @spawner.local_mold
 
-        threshold = schedule[[@generation, schedule.size - 1].min]
+        threshold = schedule[[@reforks_since_boot, schedule.size - 1].min]
         busiest = current_workers.max_by { |child| @workload.requests(child) }
         count = busiest && @workload.requests(busiest)
         refork("#{count} requests") if count && count >= threshold
@@ -108,6 +113,7 @@ module Herd
 
         @pending = nil
         @generation = mold.generation
+        @reforks_since_boot = (@kind == :reload) ? 0 : @reforks_since_boot + 1
         @next_refork_at = 0.0
         @backoff.reset if @kind == :reload
         log("mold (gen #{mold.generation}) ready; replacing older workers " \
