@@ -27,19 +27,22 @@ module Herd
     #   @return [Integer] object counts
     # @!attribute filled
     #   @return [Integer] free slots filled (see `fill_free_slots:`)
+    # @!attribute spared
+    #   @return [Integer] free slots left free on purpose: those of memory
+    #     pages mostly free (see `fill_free_slots:`) and a margin
     # @!attribute sealed
     #   @return [Malloc::Sealed, nil] what `seal_malloc:` did
     # @!attribute trimmed
     #   @return [Boolean] whether `trim_malloc:` gave malloc's free pages back
     # @!attribute packed
     #   @return [PageDescriptors::Packed, nil] what `pack_descriptors:` did
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :sealed, :trimmed, :packed, :duration,
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :spared, :sealed, :trimmed, :packed, :duration,
       :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
         format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
           strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "",
-          filled.to_i.positive? ? " + #{filled} free slots filled" : "",
+          filled.to_i.positive? ? " + #{filled} free slots filled (#{spared.to_i} left free)" : "",
           young_before, young_after, old_before, old_after, "#{packed_summary}#{malloc_summary}", duration * 1000)
       end
 
@@ -98,6 +101,18 @@ module Herd
     # The keywords of {Heap.prepare}.
     OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio].freeze
 
+    # Free slots {Heap.prepare} leaves unfilled whatever their page. Filling
+    # every one, the few objects made meanwhile took a new heap page at
+    # every preparation, which Ruby kept (far below its free-slots ratio)
+    # and the next preparation filled again: +1 page per Herd.map call. A
+    # wider margin costs the children: 500 slots scattered over the heap
+    # took bench/pool's workers from 21.8 to 28.5 MB of private memory.
+    FILL_MARGIN = 16
+    # A 4 KiB memory page more than this share free keeps its free slots:
+    # a child that allocates there copies it, but gets that many slots for
+    # the copy, about what a fresh page would cost it.
+    SPARSE_PAGE = 0.75
+    SLOT_SIZE = GC::INTERNAL_CONSTANTS.fetch(:RVALUE_SIZE, 40)
     # Stop promoting once young objects are at most this share of live ones.
     DEFAULT_YOUNG_RATIO = 0.01
     # Objects need three survived GCs to become old on Ruby 3.1; one spare.
@@ -119,6 +134,11 @@ module Herd
       #   first allocations otherwise land in free slots scattered over
       #   shared pages and copy a page each; filled, they go to fresh pages
       #   of the child's own. Hold the report while the children live.
+      #   The slots of memory pages that are mostly free ({SPARSE_PAGE})
+      #   and a margin ({FILL_MARGIN}) stay free: copying such a page costs a
+      #   child about what a fresh one would, and this process allocates
+      #   there instead of adding heap pages (which Ruby keeps, and which the
+      #   next preparation would fill again: +1 page per Herd.map call)
       # @param pack_descriptors [Boolean] move the GC's page descriptors
       #   next to each other ({PageDescriptors.pack}; Ruby 3.1 with glibc
       #   only): a child's first GC then copies a few hundred KiB of them
@@ -143,7 +163,10 @@ module Herd
           strategy, runs, compacted = if warmup && Process.respond_to?(:warmup)
             warm_up(before, young_ratio)
           else
-            promote_and_compact(compact, max_gc_runs, young_ratio)
+            # With filling, one GC first (it frees the garbage, so that the
+            # fill sees every free slot), and the promotion after the fill
+            # ages both: 4 GCs, not 3 before the fill and 3 more after it.
+            promote_and_compact(compact, (fill_free_slots && !compact) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
           end
           # After the GCs (which may free pages and their descriptors),
           # before filling free slots (packing needs a few) and sealing
@@ -151,11 +174,13 @@ module Herd
           # it was needs no second look.
           off = internals_off
           packed = (off ? PageDescriptors.skipped(off) : PageDescriptors.pack) if pack_descriptors && strategy != :none
-          fillers = fill_free_slots ? fill : []
-          runs += promote(max_gc_runs, young_ratio) unless fillers.empty?
+          fillers, spared = fill_free_slots ? fill : [[], 0]
+          # Ages the fillers (and what the first GC left young) to old; the
+          # fillers of mostly free pages, dropped, are freed by the first run.
+          runs += promote(max_gc_runs, young_ratio) unless fillers.empty? && spared.zero?
           sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
-          report(strategy, runs, compacted, fillers.size, sealed, trimmed, packed, started, before).retain(fillers)
+          report(strategy, runs, compacted, fillers.size, spared, sealed, trimmed, packed, started, before).retain(fillers)
         end
       end
 
@@ -198,8 +223,34 @@ module Herd
         [(runs.zero? && !compacted) ? :none : :promote, runs, compacted]
       end
 
+      # @return [Array(Array, Integer)] the fillers kept, and the free slots
+      #   left free. Stops {FILL_MARGIN} slots short of the last free one,
+      #   checked again after each batch: the objects made meanwhile must
+      #   not need a new heap page. What {#keep_dense} needs is made first.
       def fill
-        Array.new(GC.stat(:heap_free_slots)) { Object.new }
+        free = GC.stat(:heap_free_slots)
+        fillers = []
+        pages = []
+        counts = Hash.new(0)
+        kept = []
+        4.times do
+          count = GC.stat(:heap_free_slots) - FILL_MARGIN
+          break unless count.positive?
+
+          count.times { fillers << Object.new }
+        end
+        keep_dense(fillers, pages, counts, kept)
+        [kept, [free - kept.size, 0].max]
+      end
+
+      # Keeps the fillers that do not lie in memory pages mostly made of
+      # fillers: those pages were mostly free. The dropped ones are young
+      # and go at the next minor GC.
+      def keep_dense(fillers, pages, counts, kept)
+        fillers.each { |filler| pages << Fiddle.dlwrap(filler) / Malloc::PAGE }
+        pages.each { |page| counts[page] += 1 }
+        sparse = SPARSE_PAGE * Malloc::PAGE / SLOT_SIZE
+        fillers.each_with_index { |filler, i| kept << filler if counts[pages[i]] <= sparse }
       end
 
       def promote(max_gc_runs, young_ratio)
@@ -242,9 +293,9 @@ module Herd
         GC.disable if was_disabled
       end
 
-      def report(strategy, runs, compacted, filled, sealed, trimmed, packed, started, before)
+      def report(strategy, runs, compacted, filled, spared, sealed, trimmed, packed, started, before)
         after = census
-        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, sealed: sealed,
+        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, spared: spared, sealed: sealed,
           trimmed: trimmed ? true : false, packed: packed,
           duration: clock - started,
           young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])
