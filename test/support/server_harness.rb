@@ -126,7 +126,12 @@ module Herd
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
       loop do
         _, status = Process.waitpid2(@pid, Process::WNOHANG)
-        return @status = status if status
+        if status
+          # Every line it wrote, read: the follower reaches EOF once no
+          # process of the tree holds the pipe.
+          @follower.join(5)
+          return @status = status
+        end
         raise Minitest::Assertion, "herd serve did not exit in #{timeout}s; log:\n#{@lines.join}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
 
         sleep 0.02
