@@ -29,14 +29,14 @@ class PoolRepeatedCallsTest < Herd::Test
   end
 
   # @return [Array(Integer, Integer)] RSS in KiB after the warm-up and at the end
-  def rss_over(calls, warmup: 10)
+  def rss_over(calls, warmup: 5)
     out, err, status = ruby_run(SCRIPT, calls.to_s, warmup.to_s)
     assert status.success?, err
     out.split.map { |kib| Integer(kib) }
   end
 
   def test_rss_stays_within_ten_percent_over_repeated_calls
-    baseline, final = rss_over(30)
-    assert_operator final, :<=, baseline * 1.10, "RSS #{baseline / 1024} MiB -> #{final / 1024} MiB over 30 calls"
+    baseline, final = rss_over(20)
+    assert_operator final, :<=, baseline * 1.10, "RSS #{baseline / 1024} MiB -> #{final / 1024} MiB over 20 calls"
   end
 end
