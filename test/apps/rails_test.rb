@@ -10,34 +10,16 @@ require "json"
 class RailsAppTest < Herd::Test
   include Herd::AppScenario
 
-  WORKERS = 2
-  CONFIG = <<~RUBY
-    workers #{WORKERS}
-    refork_after [20, 40, 60]
-  RUBY
-
   def self.test_timeout
     300
   end
 
   def test_a_rails_app_through_ten_reforks
-    @server = Herd::AppServer.new(app: Herd::AppServer.rails_app, config: CONFIG, env: {"RAILS_ENV" => "production"})
-    @iteration = 0
-    generations = through_reforks(workers: WORKERS, reforks: 10) { browse }
-    5.times { browse } # generation 3 serves
-    check_requests
-    check_descriptors(generations)
-    check_graceful_stop
-    check_log_lines
-    check_no_fork_warning
-    report!("Rails #{rails_version} app under herd serve")
+    serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 10,
+      title: "Rails #{bundled_version("railties")} app under herd serve") { browse }
   end
 
   private
-
-  def rails_version
-    File.read("#{Herd::AppServer::GEMFILE}.lock")[/^    railties \(([^)]+)\)/, 1]
-  end
 
   # One visitor: the new-thing form, its POST, the redirect, the JSON; every
   # fifth visit also the index as JSON and a POST without the token (422).

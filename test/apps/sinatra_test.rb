@@ -10,27 +10,13 @@ require "json"
 class SinatraAppTest < Herd::Test
   include Herd::AppScenario
 
-  WORKERS = 3
-  CONFIG = <<~RUBY
-    workers #{WORKERS}
-    refork_after [20, 40, 60]
-  RUBY
-
   def self.test_timeout
     300
   end
 
   def test_a_sinatra_app_through_three_reforks
-    @server = Herd::AppServer.new(app: Herd::AppServer.sinatra_app, config: CONFIG, env: {"RACK_ENV" => "production"})
-    @iteration = 0
-    generations = through_reforks(workers: WORKERS) { visit }
-    5.times { visit } # generation 3 serves
-    check_requests
-    check_descriptors(generations)
-    check_graceful_stop
-    check_log_lines
-    check_no_fork_warning
-    report!("Sinatra #{File.read("#{Herd::AppServer::GEMFILE}.lock")[/^    sinatra \(([^)]+)\)/, 1]} app under herd serve")
+    serve_through_reforks(app: Herd::AppServer.sinatra_app, env: {"RACK_ENV" => "production"}, workers: 3, reforks: 3,
+      title: "Sinatra #{bundled_version("sinatra")} app under herd serve") { visit }
   end
 
   private

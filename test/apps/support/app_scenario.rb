@@ -64,6 +64,29 @@ module Herd
       passed
     end
 
+    # The whole scenario of an app test: serve the app with `workers` and
+    # refork_after [20, 40, 60], drive it through `reforks` reforks and a
+    # few more visits on the last generation, then check everything and
+    # report. The block is one visitor.
+    def serve_through_reforks(app:, env:, workers:, reforks:, title:, &visit)
+      config = "workers #{workers}\nrefork_after [20, 40, 60]\n"
+      @server = Herd::AppServer.new(app: app, config: config, env: env)
+      @iteration = 0
+      generations = through_reforks(workers: workers, reforks: reforks, &visit)
+      5.times(&visit) # the last generation serves
+      check_requests
+      check_descriptors(generations)
+      check_graceful_stop
+      check_log_lines
+      check_no_fork_warning
+      report!(title)
+    end
+
+    # @return [String] the version of `gem` in the apps bundle
+    def bundled_version(gem)
+      File.read("#{Herd::AppServer::GEMFILE}.lock")[/^    #{gem} \(([^)]+)\)/, 1]
+    end
+
     # Drives traffic (the block sends a few requests) until the monitor
     # promotes a worker, then waits, with no traffic, until the new
     # generation has replaced the old one, and measures its descriptors.
