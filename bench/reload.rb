@@ -33,7 +33,13 @@ OptionParser.new do |opts|
   opts.on("--steady S", Float, "seconds of steady load measured before the signal (default 5)") { |s| options[:steady] = s }
   opts.on("--after S", Float, "seconds of load after the roll (default 5)") { |s| options[:after] = s }
   opts.on("--herd-options LIST", "herd settings of each setup, ';'-separated setups, '-' for the default " \
-    "(e.g. '-;refork_after false'; 'none' with --puma for Puma alone)") { |list| options[:herd_options] = (list == "none") ? [] : list.split(";").map { |o| (o.strip == "-") ? nil : o.strip } }
+    "(e.g. '-;refork_after false'; 'none' with --puma for Puma alone)") { |list|
+    options[:herd_options] = if list == "none"
+      []
+    else
+      list.split(";").map { |o| (o.strip == "-") ? nil : o.strip }
+    end
+  }
   opts.on("--puma", "also Puma fork_worker's phased restart (USR1)") { options[:puma] = true }
   opts.on("--name NAME", "results file name under bench/results (default reload)") { |name| options[:name] = name }
   opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
@@ -74,10 +80,13 @@ Dir.mktmpdir("bench-reload") do |work|
         warm_generation: options[:warm_generation])
       runs << run
       m = run[:memory]
-      warn(run[:error] ? "round #{round} #{run[:server]}: ERROR #{run[:error]}" :
+      warn(if run[:error]
+        "round #{round} #{run[:server]}: ERROR #{run[:error]}"
+      else
         format("round %d %-20s steady %.1f, mold %.1f, bound %.1f, peak %.1f (%s), failed %d, after roll %s",
           round, run[:server], m[:steady_median], m[:new_mold][:pss], m[:bound], m[:peak], m[:pass] ? "pass" : "FAIL",
-          run[:failed], run[:responses][:after_roll].inspect))
+          run[:failed], run[:responses][:after_roll].inspect)
+      end)
     end
   end
 end

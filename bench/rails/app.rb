@@ -36,7 +36,7 @@ module RailsBench
 
   # @return [Hash] gem => version in the bench bundle
   def versions
-    script = 'puts %w[rails railties activerecord sqlite3 pitchfork puma rack herd].to_h { |n| [n, Gem.loaded_specs[n]&.version&.to_s] }.compact.to_json'
+    script = "puts %w[rails railties activerecord sqlite3 pitchfork puma rack herd].to_h { |n| [n, Gem.loaded_specs[n]&.version&.to_s] }.compact.to_json"
     JSON.parse(capture(env, "bundle", "exec", "ruby", "-rjson", "-e", script).lines.last)
   end
 

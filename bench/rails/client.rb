@@ -134,7 +134,7 @@ module RailsBench
       # @return [Array] the response head, its status
       def exchange(method, path, body)
         socket = Socket.tcp("127.0.0.1", @port, connect_timeout: TIMEOUT)
-        request = +"#{method} #{path} HTTP/1.1\r\nHost: 127.0.0.1:#{@port}\r\nConnection: close\r\nAccept: */*\r\n"
+        request = "#{method} #{path} HTTP/1.1\r\nHost: 127.0.0.1:#{@port}\r\nConnection: close\r\nAccept: */*\r\n"
         request << "Cookie: #{@cookie}\r\n" if @cookie
         if body
           request << "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: #{body.bytesize}\r\n"

@@ -73,7 +73,13 @@ module RailsBench
 
       range = "#{fmt.call(values.min)}–#{fmt.call(values.max)}"
       met = values.count(&ok)
-      state = if met == values.size then "**met**" elsif met.zero? then "**not met**" else "**met in #{met} of #{values.size} rounds**" end
+      state = if met == values.size
+        "**met**"
+      elsif met.zero?
+        "**not met**"
+      else
+        "**met in #{met} of #{values.size} rounds**"
+      end
       "#{state} (#{range}#{", median #{fmt.call(Bench::Report.median(values))}" if values.size > 2})"
     end
 

@@ -36,7 +36,7 @@ module ReloadBench
       return "" if run[:error]
 
       t = run[:times]
-      s = run[:samples].select { |at, *| at >= t[:signal] - 2 && at <= t[:roll_done] + 2 }
+      s = run[:samples].select { |at, *| at.between?(t[:signal] - 2, t[:roll_done] + 2) }
       points = s.each_slice([s.size / 24, 1].max).map(&:first).map { |at, pss, n| "#{(at - t[:signal]).round(1)} s: #{pss.round} (#{n})" }
       peak = run[:memory][:peak_processes]&.map { |_pid, title, pss| "#{title.sub(/ requests=\d+/, "")} #{pss}" }&.join("; ")
       after = run[:samples].select { |at, *| at > t[:roll_done] + 1 }.map { |_, pss, _| pss }.max

@@ -154,8 +154,8 @@ module ReloadBench
 
   def analyse(records, samples, t0:, steady_from:, signaled:, done_at:, finished:, mold:)
     rel = ->(t) { (t - t0).round(2) }
-    steady = samples.select { |s| s[:t] >= steady_from && s[:t] <= signaled }.map { |s| s[:pss] }
-    roll = samples.select { |s| s[:t] >= signaled && s[:t] <= done_at + 1.0 }
+    steady = samples.select { |s| s[:t].between?(steady_from, signaled) }.map { |s| s[:pss] }
+    roll = samples.select { |s| s[:t].between?(signaled, done_at + 1.0) }
     peak = roll.max_by { |s| s[:pss] }
     steady_pss = Bench::Report.median(steady)
     bound = ((steady_pss + mold[:pss]) * 1.10).round(1)
@@ -190,7 +190,13 @@ module ReloadBench
   def by_generation(rows, generation)
     rows.each_with_object(Hash.new(0.0)) do |(_pid, title, pss), sums|
       gen = title[/\(gen (\d+)\)/, 1]&.to_i
-      key = if gen.nil? then :other elsif gen >= generation then :new else :old end
+      key = if gen.nil?
+        :other
+      elsif gen >= generation
+        :new
+      else
+        :old
+      end
       sums[key] = (sums[key] + pss).round(1)
     end
   end
