@@ -38,8 +38,10 @@ class FaultSignalBurstTest < Herd::Test
       sleep(@random.rand(0.02))
     end
     assert_monitor_alive("after a burst of #{burst.tally}")
-    @load.wait_for_requests(10)
+    # First: the burst may have left no worker at all (TTOU down to 0);
+    # requests wait in the backlog until TTIN brings workers back.
     back_to(WORKERS)
+    @load.wait_for_requests(10)
     settle(@server, workers: WORKERS)
     @load.wait_for_requests(10)
     assert_no_child_killed
