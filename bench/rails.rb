@@ -72,9 +72,7 @@ servers = (RailsBench::SERVERS + RailsBench::VARIANTS).select { |s| options[:onl
 abort "bench/rails: no such server" if servers.empty?
 options[:servers_described] = servers.to_h { |s| [s.name, "#{s.description} (bench/rails/config/#{s.config})"] }
 
-env = Bench::Report.environment(command).merge(versions: RailsBench.versions, loadavg_start: Bench::Report.loadavg)
-# A snapshot without .git (git archive COMMIT) says which commit it is.
-env[:herd] = ENV["HERD_REVISION"] if ENV["HERD_REVISION"]
+env = RailsBench.environment(command)
 started = HttpBench.now
 runs = []
 Dir.mktmpdir("bench-rails") do |work|

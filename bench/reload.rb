@@ -65,9 +65,7 @@ abort "bench/reload: #{missing}" if missing
 reloaders = options[:herd_options].map { |herd_options| ReloadBench.reloaders(herd_options).first }
 reloaders << ReloadBench.reloaders(nil).last if options[:puma]
 
-env = Bench::Report.environment(command).merge(versions: RailsBench.versions, loadavg_start: Bench::Report.loadavg)
-# A snapshot without .git (git archive COMMIT) says which commit it is.
-env[:herd] = ENV["HERD_REVISION"] if ENV["HERD_REVISION"]
+env = RailsBench.environment(command)
 started = HttpBench.now
 runs = []
 Dir.mktmpdir("bench-reload") do |work|

@@ -5,6 +5,7 @@ require "json"
 require "open3"
 require "tmpdir"
 require_relative "../http/support"
+require_relative "../support/report"
 
 module RailsBench
   ROOT = HttpBench::ROOT
@@ -32,6 +33,15 @@ module RailsBench
   def missing_bundle
     _out, status = Open3.capture2e(env, "bundle", "check", chdir: ROOT)
     status.success? ? nil : "the bench bundle is not installed: test/apps/setup && BUNDLE_GEMFILE=bench/rails/Gemfile bundle install"
+  end
+
+  # The results' environment header, shared by bench/rails and bench/reload.
+  # @return [Hash]
+  def environment(command)
+    header = Bench::Report.environment(command).merge(versions: versions, loadavg_start: Bench::Report.loadavg)
+    # A snapshot without .git (git archive COMMIT) says which commit it is.
+    header[:herd] = ENV["HERD_REVISION"] if ENV["HERD_REVISION"]
+    header
   end
 
   # @return [Hash] gem => version in the bench bundle

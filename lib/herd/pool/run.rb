@@ -4,6 +4,7 @@ require_relative "batch"
 require_relative "chunk_sizer"
 require_relative "error_payload"
 require_relative "../progress"
+require_relative "../clock"
 
 module Herd
   class Pool
@@ -104,7 +105,7 @@ module Herd
         @handed_out += pairs.size
         pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
         indices = pairs.map(&:first)
-        @inflight[worker] = Batch.new(pairs, now, @pool.scoreboard.started(worker.number))
+        @inflight[worker] = Batch.new(pairs, Clock.now, @pool.scoreboard.started(worker.number))
         message = [:batch, @id, @with_index, !@settings.timeout.nil?, indices, (@by_index ? nil : pairs.map(&:last))]
         worker.send_batch(message) || worker_died(worker)
         collect(worker) unless worker.io
@@ -172,7 +173,7 @@ module Herd
 
       def finish_batch(worker, batch)
         @inflight.delete(worker)
-        @chunks.record(batch.size, now - batch.sent_at)
+        @chunks.record(batch.size, Clock.now - batch.sent_at)
         @pool.served(worker, batch.answered)
         @source.retry(batch.unanswered) unless @stopping
       end
@@ -215,9 +216,9 @@ module Herd
       # Every tick: stuck items, and deaths that no EOF reported (a grandchild
       # of the worker may hold its socket open).
       def supervise
-        return if now < @next_check
+        return if Clock.now < @next_check
 
-        @next_check = now + @tick
+        @next_check = Clock.now + @tick
         @inflight.to_a.each do |worker, batch|
           next worker_died(worker) if worker.pid && worker.reap(wait: false)
 
@@ -229,8 +230,8 @@ module Herd
         started = @pool.scoreboard.started(worker.number)
         if started != batch.seen_started
           batch.seen_started = started
-          batch.progress_at = now
-        elsif now - batch.progress_at > @settings.timeout && (index = @pool.scoreboard.current_item(worker.number))
+          batch.progress_at = Clock.now
+        elsif Clock.now - batch.progress_at > @settings.timeout && (index = @pool.scoreboard.current_item(worker.number))
           timed_out(worker, batch, index)
         end
       end
@@ -310,10 +311,6 @@ module Herd
       def preview(item)
         text = item.inspect
         (text.length > 80) ? "#{text[0, 77]}..." : text
-      end
-
-      def now
-        Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
     end
   end
