@@ -5,6 +5,7 @@ require_relative "../cpu"
 require_relative "hooks"
 require_relative "listener"
 require_relative "out_of_band_gc"
+require_relative "warmup"
 
 module Herd
   module Server
@@ -19,6 +20,8 @@ module Herd
       attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
         :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable, :out_of_band_gc,
         :stdout_path, :stderr_path, :pidfile
+      # @return [Warmup, nil] requests a fresh mold sends its app before forking workers
+      attr_accessor :warmup
       # @return [#call, nil] builds this config again from its sources (HUP)
       attr_accessor :reloader
       # @return [String, nil] the config file read, for the log
@@ -43,6 +46,7 @@ module Herd
         @stdout_path = nil
         @stderr_path = nil
         @pidfile = nil
+        @warmup = nil
         @reloader = nil
         @config_file = nil
         @origins = {}
@@ -248,6 +252,16 @@ module Herd
         # for `kill -USR1 $(cat FILE)` from logrotate or a deploy script.
         def pidfile(path)
           @config.pidfile = path
+        end
+
+        # GET requests a freshly booted mold (at start, after a HUP reload)
+        # sends its app before it forks workers, so that the caches an app
+        # fills on its first requests are filled once and shared:
+        # `warmup "/", "/posts"`. A promoted mold needs none.
+        # @param paths [Array<String>] paths with their query strings
+        # @param host [String] the Host header of each request
+        def warmup(*paths, host: "localhost")
+          @config.warmup = Warmup.new(paths, host: host)
         end
 
         # HTTP limits: max_request_line, max_header_count, max_header_bytes,

@@ -10,6 +10,7 @@ require_relative "link"
 require_relative "worker"
 require_relative "child_signals"
 require_relative "log_files"
+require_relative "connection_release"
 require_relative "../process_exit"
 
 module Herd
@@ -57,6 +58,7 @@ module Herd
           warn_about_shadowed_gems
         end
         hooks.run(:after_mold_fork, log, role, @context, @info)
+        warm_up unless @promoted
         warn_about_threads
         prepare_heap
       end
@@ -137,6 +139,17 @@ module Herd
           LogFiles.reopen_and_log(log, role) if action == :reopen_logs
         end
         true
+      end
+
+      # The warm-up's requests may open database connections: they must not
+      # be inherited by every worker (see ConnectionRelease).
+      def warm_up
+        warmup = config.warmup
+        return unless warmup
+
+        log.info(role, warmup.run(@app))
+        released = ConnectionRelease.release
+        log.info(role, "after the warm-up: #{released}") if released
       end
 
       # A mold's heap is the template of every worker: promote young objects.
