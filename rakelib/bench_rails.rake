@@ -15,4 +15,9 @@ namespace :bench do
   task :reload do
     ruby "bench/reload.rb", *ENV.fetch("ARGS", "").split
   end
+
+  desc "USR2 refork of herd (and Pitchfork) under load on the Rails app: req/s and p99 of the window that holds it against steady, Σ PSS peak"
+  task :refork do
+    ruby "bench/refork.rb", *ENV.fetch("ARGS", "").split
+  end
 end

@@ -12,10 +12,10 @@ module RailsBench
     def config_path = File.join(CONFIG, config)
   end
 
-  def self.herd(name, options = nil, description: nil)
+  def self.herd(name, options = nil, description: nil, env: {})
     Server.new(name: name, gem: "herd", config: "herd.rb", stop: "QUIT", role: CowBench::HERD_ROLE,
-      env: options ? {"HERD_BENCH_OPTIONS" => options} : {},
-      description: description || "refork_after [50, 100, 1000]#{"; #{options}" if options}",
+      env: (options ? {"HERD_BENCH_OPTIONS" => options} : {}).merge(env),
+      description: description || "refork_after [50, 100, 1000]; warmup#{"; #{options}" if options}",
       argv: ->(port, config) { %W[bundle exec herd serve config.ru -c #{config} -l 127.0.0.1:#{port}] })
   end
 
@@ -38,7 +38,9 @@ module RailsBench
     herd("herd-max_unavailable2", "refork_max_unavailable 2"),
     herd("herd-no_oobgc", "out_of_band_gc false"),
     herd("herd-refork1000", "refork_after [1000]", description: "refork_after [1000] (every 1,000 requests of the busiest worker)"),
-    herd("herd-no_refork", "refork_after false", description: "refork_after false (no reforking: workers forked from the first mold)")
+    herd("herd-no_refork", "refork_after false", description: "refork_after false (no reforking: workers forked from the first mold)"),
+    herd("herd-no_warmup", env: {"BENCH_NO_WARMUP" => "1"},
+      description: "refork_after [50, 100, 1000], no warmup (herd's documented config before warmup existed)")
   ].freeze
 
   # A server running in a directory of its own, in its own process group.

@@ -31,7 +31,7 @@ module ReloadBench
     phase = log[PUMA_PHASE, 1]
     phase && log.scan(/Worker (\d+) \(PID: \d+\) booted in [\d.]+s, phase: #{phase}\b/).flatten.uniq.size >= workers
   end
-  PUMA_MOLD = lambda do |log|
+  PUMA_MOLD = lambda do |log, _running|
     phase = log[PUMA_PHASE, 1]
     (m = phase && log.match(/Worker 0 \(PID: (\d+)\) booted in [\d.]+s, phase: #{phase}\b/)) && [phase.to_i, m[1].to_i]
   end
@@ -40,7 +40,7 @@ module ReloadBench
     name = options ? "herd (#{options})" : "herd"
     herd = RailsBench.herd(name, options, description: "refork_after [50, 100, 1000]#{"; #{options}" if options}")
     [
-      Reloader.new(server: herd, signal: "HUP", done: HERD_DONE, mold: ->(log) { log.scan(MOLD_READY).last&.map(&:to_i) }),
+      Reloader.new(server: herd, signal: "HUP", done: HERD_DONE, mold: ->(log, _running) { log.scan(MOLD_READY).last&.map(&:to_i) }),
       Reloader.new(server: RailsBench::SERVERS.find { |s| s.name == "puma-fork_worker" }, signal: "USR1", done: PUMA_DONE,
         mold: PUMA_MOLD)
     ]
@@ -54,7 +54,9 @@ module ReloadBench
   # the signal, the roll (until every worker runs the new code), after
   # (`after` s of load on the new code).
   # @return [Hash]
-  def run(reloader, template:, work:, round:, workers:, interval:, steady:, after:, warm:, warm_generation:)
+  # With `new_code: false` nothing changes on disk (bench/refork: a USR2
+  # refork, the same code).
+  def run(reloader, template:, work:, round:, workers:, interval:, steady:, after:, warm:, warm_generation:, new_code: true)
     server = reloader.server
     name = "reload-#{server.name.gsub(/\W+/, "_")}-#{round}"
     dir = RailsBench.copy(template[:dir], work, name)
@@ -73,7 +75,7 @@ module ReloadBench
     steady_from = HttpBench.now
     sleep steady
     log_mark = running.log.size
-    File.write(File.join(dir, "RELEASE"), "2\n") # the new code: read by the next boot only
+    File.write(File.join(dir, "RELEASE"), "2\n") if new_code # the new code: read by the next boot only
     signaled = HttpBench.now
     Process.kill(reloader.signal, running.pid)
     mold = watch_mold(running, reloader, log_mark, signaled)
@@ -130,7 +132,7 @@ module ReloadBench
   # (polled every 20 ms), before the workers it forks share its pages.
   def watch_mold(running, reloader, log_mark, signaled)
     deadline = signaled + 120
-    until (found = reloader.mold.call(running.log[log_mark..] || ""))
+    until (found = reloader.mold.call(running.log[log_mark..] || "", running))
       raise "no new mold in 120 s\n#{running.log_tail}" if HttpBench.now > deadline
 
       sleep 0.02
@@ -167,6 +169,8 @@ module ReloadBench
       requests: records.size, failed: bad.size, failures: bad.first(5).map { |r| r.values_at(0, 1, 4) },
       rps: (records.size / (finished - t0)).round(1), latency_ms: RailsBench.latency(records),
       latency_roll_ms: RailsBench.latency(during),
+      latency_steady_ms: RailsBench.latency(records.select { |r| r[2].between?(steady_from, signaled) }),
+      throughput: throughput(records, steady_from: steady_from, signaled: signaled, done_at: done_at),
       times: {signal: rel.call(signaled), mold_ready: (rel.call(signaled) + mold[:seconds_after_signal]).round(2),
               roll_done: rel.call(done_at), end: rel.call(finished), roll_seconds: (done_at - signaled).round(2)},
       responses: {during_roll: releases.call(during), after_roll: releases.call(after),
@@ -183,6 +187,19 @@ module ReloadBench
                after_roll_end: samples.last && samples.last[:pss]},
       samples: samples.map { |s| [rel.call(s[:t]), s[:pss], s[:processes]] }
     }
+  end
+
+  # Responses completed per second: in the steady phase, during the roll
+  # (signal to every worker on the new mold), and in the 5 s from the
+  # signal (a window that holds the refork even when the roll is short).
+  def throughput(records, steady_from:, signaled:, done_at:)
+    done = records.map { |r| r[2] + r[3] }
+    rate = ->(from, to) { (to > from) ? (done.count { |t| t >= from && t < to } / (to - from)).round(1) : nil }
+    steady = rate.call(steady_from, signaled)
+    roll = rate.call(signaled, done_at)
+    window = rate.call(signaled, signaled + 5.0)
+    {steady: steady, roll: roll, window5: window,
+     roll_ratio: steady && roll && (roll / steady).round(2), window5_ratio: steady && window && (window / steady).round(2)}
   end
 
   # herd's processes at a sample, by the generation in their titles:

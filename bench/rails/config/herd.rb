@@ -11,4 +11,7 @@ timeout 60
 # use both cores: measured 19-29 s on this 2-core machine (4 s idle), near
 # the default spawn_timeout of 30 s, past which the new mold is killed.
 spawn_timeout 120
+# As docs/RAILS.md advises: the pages without side effects, once each, in a
+# freshly booted mold (the herd-no_warmup variant leaves it out).
+warmup "/things", "/things/new", "/things.json" unless ENV["BENCH_NO_WARMUP"]
 instance_eval(ENV["HERD_BENCH_OPTIONS"]) if ENV["HERD_BENCH_OPTIONS"]

@@ -10,7 +10,7 @@ module Herd
     # mold, and shared by every worker, instead of once per worker. On the
     # Rails app of test/apps, one GET of each of 5 pages in the mold took a
     # worker's private memory after 600 requests from 26.6 to 13.5 MiB
-    # (bench/results/refork.md has the table). A promoted mold needs none: the
+    # (bench/results/refork-steps.md has the table). A promoted mold needs none: the
     # worker it comes from has served real traffic.
     #
     # The requests go to the app object directly (no socket); each env has

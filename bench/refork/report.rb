@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+require_relative "../support/report"
+
+module ReforkBench
+  # bench/results/refork.md from the runs.
+  class Report
+    TARGETS = {window: 0.9, p99: 2.0}.freeze
+
+    def initialize(env:, runs:, options:)
+      @env = env
+      @runs = runs
+      @options = options
+    end
+
+    def table
+      rows = @runs.map do |run|
+        next [run[:server], run[:round], "error: #{run[:error].lines.first.strip}", *Array.new(11, "")] if run[:error]
+
+        t = run[:throughput]
+        m = run[:memory]
+        [run[:server], run[:round], t[:steady], "#{t[:window5]} (#{t[:window5_ratio]}×)", "#{t[:roll]} (#{t[:roll_ratio]}×)",
+          run.dig(:latency_steady_ms, :p99), "#{run.dig(:latency_roll_ms, :p99)} (#{p99_ratio(run)}×)",
+          m[:steady_median], m[:peak], m[:new_mold][:pss],
+          (run[:times][:mold_ready] - run[:times][:signal]).round(1), run[:times][:roll_seconds], run[:failed]]
+      end
+      Bench::Report.markdown_table(["server", "round", "steady req/s", "req/s, 5 s from the signal", "req/s during the roll",
+        "steady p99 (ms)", "p99 during the roll", "steady Σ PSS (MiB)", "Σ PSS peak in the roll", "new mold PSS",
+        "mold ready (s)", "roll (s)", "failed"], rows)
+    end
+
+    def p99_ratio(run)
+      steady = run.dig(:latency_steady_ms, :p99)
+      roll = run.dig(:latency_roll_ms, :p99)
+      (steady && roll && steady.positive?) ? (roll / steady).round(2) : nil
+    end
+
+    # Each herd setup against the issue's targets, per round; the peak
+    # against Pitchfork's in the same round.
+    def targets
+      ok = @runs.reject { |run| run[:error] }
+      pitchfork = ok.select { |run| run[:server] == "pitchfork" }.to_h { |run| [run[:round], run[:memory][:peak]] }
+      rows = ok.reject { |run| run[:server] == "pitchfork" }.map do |run|
+        window = run[:throughput][:window5_ratio]
+        p99 = p99_ratio(run)
+        peak = pitchfork[run[:round]]
+        [run[:server], run[:round], verdict(window && window >= TARGETS[:window], "#{window}×"),
+          verdict(p99 && p99 <= TARGETS[:p99], "#{p99}×"),
+          peak ? verdict(run[:memory][:peak] <= peak, "#{run[:memory][:peak]} vs #{peak} MiB") : "no Pitchfork run"]
+      end
+      Bench::Report.markdown_table(["server", "round", "5 s window ≥ 0.9× steady req/s", "p99 in the roll ≤ 2× steady",
+        "Σ PSS peak ≤ Pitchfork's"], rows)
+    end
+
+    def verdict(pass, text)
+      pass ? "met (#{text})" : "**not met** (#{text})"
+    end
+
+    def markdown
+      <<~MD
+        # bench/refork: what one refork costs on a Rails app
+
+        #{Bench::Report.environment_markdown(@env)}- versions (bench/rails/Gemfile.lock): #{@env[:versions].map { |k, v| "#{k} #{v}" }.join(", ")}
+        - load average at start / end: #{@env[:loadavg_start]} / #{@env[:loadavg_end]}; #{@env[:seconds]} s in all
+
+        The Rails app of bench/rails (test/apps' scaffold, SQLite, production), #{@options[:workers]} workers, bench/rails's
+        4 clients (c4, new connection per request) from boot to the end. Each server runs without a refork
+        schedule (`refork_after false`); after #{@options[:warm]} s of load (warm-up) and #{@options[:steady]} s of steady load, the
+        driver sends **USR2** (a refork by hand) to the pid it spawned, waits until every worker runs on the
+        new mold (herd: its log says the mold is ready and `ps` shows no older mold or worker; Pitchfork:
+        its process titles), then #{@options[:after]} s more load. req/s counts responses completed in the
+        window; "5 s from the signal" is the window that holds the refork even when the roll is shorter.
+        p99 is over the requests sent in the window. Σ PSS of the tree every #{@options[:interval]} s.
+
+        ## Results
+
+        #{table}
+        ## Targets (issue #19 §1)
+
+        #{targets}
+      MD
+    end
+  end
+end
