@@ -46,6 +46,23 @@ class ServerReforkTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
+  # The first mold promoted after a boot leaves compaction out (its copy
+  # of the heap would come on top of the coldest, largest generation); the
+  # next ones compact, and a prepare_heap option still decides.
+  def test_only_the_first_refork_after_a_boot_skips_compaction
+    serve(args: ["-w", "1"])
+    @server.get("/")
+    refork_to(1)
+    first = @server.wait_for(/mold \(gen 1\): heap prepared.*/)[0]
+    assert_includes first, "(no compaction: the first refork after a boot)"
+    refute_includes first, "compaction,"
+    @server.get("/")
+    refork_to(2)
+    second = @server.wait_for(/mold \(gen 2\): heap prepared.*/)[0]
+    refute_includes second, "no compaction"
+    assert_match(/\+ compaction/, second) if GC.respond_to?(:compact)
+  end
+
   # Herd.close_all_ios! in the hooks, as docs/FORK_SAFETY.md suggests,
   # closes the app's inherited descriptors, never the server's own (links,
   # listeners, the log), in the first mold, a promoted one and workers.

@@ -24,8 +24,11 @@ module Herd
 
       attr_reader :info
 
-      def initialize(generation:, listeners:, context:)
+      # @param parent_cold [Boolean] for a promoted mold: whether the worker
+      #   it comes from belongs to a freshly booted mold's generation
+      def initialize(generation:, listeners:, context:, parent_cold: false)
         @info = MoldInfo.new(generation: generation, pid: Process.pid)
+        @parent_cold = parent_cold
         @listeners = listeners
         @context = context
       end
@@ -74,7 +77,7 @@ module Herd
         start = proc do
           in_child.call
           Worker.new(number: number, generation: generation, link: Link.new(worker_io), listeners: @listeners,
-            app: @app, context: @context).run(signals)
+            app: @app, context: @context, fresh_mold: !@promoted).run(signals)
         end
         pid = double_fork ? Forking.double_fork(&start) : Forking.fork_quietly(&start)
         worker_io.close
@@ -157,7 +160,13 @@ module Herd
       # compacts, so the free slots the worker left behind end up in pages a
       # worker can take without copying shared ones; a mold forked from the
       # monitor does not, or it would move objects it shares with the monitor
-      # (bench/cow: +4 MiB of monitor PSS). Filling free slots, which helps
+      # (bench/cow: +4 MiB of monitor PSS). Nor does the first mold promoted
+      # after a boot: compaction copies the whole heap (56 MiB on the Rails
+      # app of bench/refork/steps.rb, for 3.6 MiB less per worker), and that
+      # copy lives while the old generation does, which then is the fresh
+      # mold's, the coldest and largest: the copy would set the server's peak
+      # (bench/rails, compacting at every refork or at none: 293 or 257 MiB).
+      # Filling free slots, which helps
       # the pool, hurts here: a promoted mold filled 578k slots and every
       # worker then grew its own pages (lazy app: 465 MiB filled, 200 MiB compacted).
       # Sealing malloc's free chunks, last, keeps workers' mallocs out of
@@ -166,9 +175,10 @@ module Herd
         option = config.prepare_heap
         return unless option
 
-        @heap_report = Heap.prepare(compact: @promoted ? true : false, **malloc_release,
+        @heap_report = Heap.prepare(compact: (@promoted && !@parent_cold) ? true : false, **malloc_release,
           **(option.is_a?(Hash) ? option : {}))
-        log.info(role, @heap_report.to_s)
+        skipped = (@promoted && @parent_cold && !@heap_report.compacted) ? " (no compaction: the first refork after a boot)" : ""
+        log.info(role, "#{@heap_report}#{skipped}")
       end
 
       # Except in the first mold of a server that reforks on a schedule: its

@@ -24,8 +24,11 @@ module Herd
       # @param listeners [Array<Listener>]
       # @param app [#call]
       # @param context [Context]
-      def initialize(number:, generation:, link:, listeners:, app:, context:)
+      # @param fresh_mold [Boolean] whether this worker's mold booted the app
+      #   itself (the first generation, a reload's) rather than being promoted
+      def initialize(number:, generation:, link:, listeners:, app:, context:, fresh_mold: false)
         @info = WorkerInfo.new(number: number, generation: generation, pid: Process.pid, requests: 0)
+        @fresh_mold = fresh_mold
         @link = link
         @listeners = listeners
         @app = app
@@ -183,7 +186,7 @@ module Herd
         end
 
         release_connections
-        mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
+        mold = Mold.new(generation: generation, listeners: @listeners, context: @context, parent_cold: @fresh_mold)
         access_log = @access_log
         signals = @signals
         Forking.double_fork do
