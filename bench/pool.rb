@@ -7,6 +7,8 @@
 #   2. overhead a trivial block over 100,000 items: microseconds per item
 #   3. speedup  CPU-bound items of equal cost on 2 processes
 #   4. memory   Σ PSS of parent + workers over a ~200 MB preloaded dataset
+#   5. call     what one two-item Herd.map costs (vs two bare forks and the
+#               parallel gem), and a 64-item job of ~146 ms sequential
 #
 #   bundle exec ruby bench/pool.rb [--reps N] [--only seed,overhead,speedup,memory]
 #
@@ -22,12 +24,14 @@ require_relative "pool/seed_table"
 require_relative "pool/overhead"
 require_relative "pool/speedup"
 require_relative "pool/memory"
+require_relative "pool/call_cost"
 
 BENCHMARKS = {
   "seed" => PoolBench::SeedTable,
   "overhead" => PoolBench::Overhead,
   "speedup" => PoolBench::Speedup,
-  "memory" => PoolBench::Memory
+  "memory" => PoolBench::Memory,
+  "call" => PoolBench::CallCost
 }.freeze
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV

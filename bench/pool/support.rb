@@ -41,13 +41,15 @@ module PoolBench
   # so a slow patch of the machine does not land on one variant only.
   # @param variants [Array<Array(String, #call)>] name and a callable returning anything
   # @return [Hash{String => Array<Float>}] seconds per repetition
-  def repeat(variants, reps, label)
+  # @param quiet [Boolean] one line per round instead of one per run
+  def repeat(variants, reps, label, quiet: false)
     times = variants.to_h { |name, _| [name, []] }
     reps.times do |rep|
       variants.each do |name, run|
         times[name] << time { run.call }
-        warn format("  %s rep %d/%d: %-40s %.3f s", label, rep + 1, reps, name, times[name].last)
+        warn format("  %s rep %d/%d: %-40s %.3f s", label, rep + 1, reps, name, times[name].last) unless quiet
       end
+      warn format("  %s rep %d/%d", label, rep + 1, reps) if quiet && ((rep + 1) % 10).zero?
     end
     times
   end

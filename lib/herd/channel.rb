@@ -83,6 +83,28 @@ module Herd
       [drain, true]
     end
 
+    # Reads and drops whatever is available, for a parent that only waits
+    # for the peer to end (results of a finished call matter to nobody).
+    # @return [Boolean] whether the peer closed its end
+    def discard_ready
+      loop do
+        chunk = @io.read_nonblock(READ_SIZE, Channel.scratch, exception: false)
+        return false if chunk == :wait_readable
+        return true if chunk.nil?
+      end
+    rescue Errno::ECONNRESET, IOError
+      true
+    end
+
+    # Says "no more messages" to the peer (it reads EOF after what was
+    # sent) and keeps this end readable: the peer's own EOF then tells
+    # when it exited, with no polling.
+    def close_write
+      @io.close_write unless @io.closed?
+    rescue IOError, SystemCallError
+      nil
+    end
+
     def close
       @io.close unless @io.closed?
     end

@@ -18,10 +18,12 @@ module Herd
       end
 
       # Asks the kernel to send `signal` to this process when its parent dies.
-      # @param signal [String, Integer] e.g. "TERM"
+      # @param signal [String, Integer] e.g. "TERM", or a signal number (a
+      #   process just forked saves the Signal.list lookup)
       # @return [Boolean] whether the kernel accepted it
       def parent_death_signal(signal)
-        prctl(PR_SET_PDEATHSIG, Signal.list.fetch(signal.to_s.delete_prefix("SIG")) { Integer(signal) })
+        number = signal.is_a?(Integer) ? signal : Signal.list.fetch(signal.to_s.delete_prefix("SIG")) { Integer(signal) }
+        prctl(PR_SET_PDEATHSIG, number)
       end
 
       # Makes this process adopt its orphaned descendants (and so be notified

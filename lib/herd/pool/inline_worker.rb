@@ -56,6 +56,13 @@ module Herd
       def stop
       end
 
+      def exit_io
+        nil
+      end
+
+      def exit_io_ready
+      end
+
       def signal(_name)
       end
 

@@ -14,6 +14,11 @@ module Herd
       # How a worker ends on TERM: its handler flushes stdout and exits with
       # the status a shell gives a process killed by that signal.
       TERM_STATUS = 128 + Signal.list.fetch("TERM")
+      # Looked up here, not in the child: a new worker's first Ruby code runs
+      # while every page it writes is a copy-on-write fault (25-30 us each on
+      # a virtual machine), and Signal.list alone made a hash of 60-odd
+      # strings there.
+      PARENT_DEATH_SIGNAL = Signal.list.fetch("KILL")
 
       # @return [Integer] the worker's number, also its scoreboard slot
       attr_reader :number
@@ -38,6 +43,7 @@ module Herd
         @child_end = child_end
         parent_pid = Process.pid
         from_main_thread = Thread.current == Thread.main
+        Linux.available? # resolves prctl here, once, rather than in every child
         # A signal landing in the child before its handlers are set would raise
         # out of Process.fork and run the parent's code in the child: defer
         # every interrupt until the child is inside #serve.
@@ -77,7 +83,9 @@ module Herd
         @channel.read_ready
       end
 
-      # Asks the worker to finish: it exits after its current batch.
+      # Asks the worker to finish: it exits after its current batch. Our end
+      # stays open for reading, so its EOF tells when the worker is gone
+      # (see {#exit_io}).
       def stop
         return unless @channel
 
@@ -85,7 +93,22 @@ module Herd
       rescue Errno::EPIPE, Errno::ECONNRESET, IOError
         nil
       ensure
-        @channel&.close
+        @channel&.close_write
+      end
+
+      # @return [IO, nil] readable when the worker may have exited (its end
+      #   of the channel closes as it exits), nil once that was seen, or
+      #   when there is nothing to watch
+      def exit_io
+        return nil if @exit_seen || @status || @channel.nil? || @channel.closed?
+
+        @channel.io
+      end
+
+      # Called when {#exit_io} is readable: drops what the worker still sent
+      # and notes its EOF.
+      def exit_io_ready
+        @exit_seen = true if @channel.discard_ready
       end
 
       # Does nothing once the worker is reaped: its pid may be another
@@ -150,7 +173,7 @@ module Herd
         # it died before the request took effect. The kernel ties this to the
         # forking THREAD: from any other thread, the end of that thread would
         # kill the worker, so there the socket's EOF alone tells of the parent's death.
-        Linux.parent_death_signal("KILL") if from_main_thread
+        Linux.parent_death_signal(PARENT_DEATH_SIGNAL) if from_main_thread
         return 1 if Process.ppid != parent_pid
 
         # Ctrl-C reaches the whole process group; the parent decides what to do.

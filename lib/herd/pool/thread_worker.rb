@@ -78,6 +78,24 @@ module Herd
         @inbox.close
       end
 
+      # @return [IO, nil] readable when the thread may have ended (it closes
+      #   the doorbell as it ends), nil once that was seen
+      def exit_io
+        return nil if @exit_seen || @io.nil? || @io.closed?
+
+        @io
+      end
+
+      def exit_io_ready
+        loop do
+          chunk = @io.read_nonblock(4096, exception: false)
+          break if chunk == :wait_readable
+          break @exit_seen = true if chunk.nil?
+        end
+      rescue IOError
+        @exit_seen = true
+      end
+
       def signal(_name)
         kill
       end
