@@ -46,7 +46,7 @@ module PoolBench
 
     def measure_call
       variants = [
-        [FLOOR, -> { self.class.floor }],
+        [FLOOR, -> { floor }],
         [HERD_BARE, -> { Herd.map([1, 2], processes: WORKERS, prepare_heap: false) { _1 } }],
         [HERD, -> { Herd.map([1, 2], processes: WORKERS) { _1 } }]
       ]
@@ -88,7 +88,7 @@ module PoolBench
     end
 
     # Two children, as lean as fork gets in Ruby: the cost of the machine.
-    def self.floor
+    def floor
       children = Array.new(WORKERS) do |number|
         ours, theirs = UNIXSocket.pair
         pid = fork do
