@@ -6,6 +6,7 @@ require_relative "pool/errors"
 require_relative "pool/settings"
 require_relative "pool/source"
 require_relative "pool/scoreboard"
+require_relative "pool/heap_policy"
 require_relative "pool/worker_setup"
 require_relative "pool/process_worker"
 require_relative "pool/thread_worker"
@@ -87,7 +88,9 @@ module Herd
     # @param after_fork [#call] run in each new worker with its number (reconnect here)
     # @param run_at_exit [Boolean] let workers run at_exit hooks when they exit
     # @param prepare_heap [Boolean, Hash] {Heap.prepare} (with these options)
-    #   once before forking, so workers keep the parent's pages shared
+    #   once before forking, so workers keep the parent's pages shared;
+    #   `true` in a one-call pool (Herd.map) only when the process is big
+    #   enough for it to pay ({HeapPolicy}), a Hash always
     # @param max_items_per_worker [Integer] replace a worker after this many items
     # @param shutdown_timeout [Numeric] seconds a worker gets to exit before TERM, then KILL
     # @yield the job
@@ -265,12 +268,13 @@ module Herd
 
     # Held until the pool closes: it keeps the free-slot fillers alive and
     # malloc's free chunks sealed while the workers share the parent's
-    # pages (replacements forked later included).
+    # pages (replacements forked later included). A one-call pool in a
+    # small process skips it: see {HeapPolicy}.
     def prepare_heap
-      option = @settings.prepare_heap
-      return unless option
+      options = HeapPolicy.options(@settings.prepare_heap, disposable: @disposable)
+      return unless options
 
-      @heap_report = Heap.prepare(fill_free_slots: true, seal_malloc: true, **(option.is_a?(Hash) ? option : {}))
+      @heap_report = Heap.prepare(fill_free_slots: true, seal_malloc: true, **options)
     end
 
     # After the last worker is reaped: the sealed chunks go back to malloc,

@@ -88,3 +88,32 @@ class CPUTest < Herd::Test
     assert_operator Herd::CPU.count(env: {}), :>=, 1
   end
 end
+
+class HeapPolicyTest < Herd::Test
+  POLICY = Herd::Pool::HeapPolicy
+
+  def test_false_never_prepares_and_a_hash_always_does
+    assert_nil POLICY.options(false, disposable: true)
+    assert_equal({compact: true}, POLICY.options({compact: true}, disposable: true, env: {POLICY::MIN_RSS_ENV => "1000000"}))
+  end
+
+  def test_a_long_lived_pool_always_prepares
+    assert_equal({}, POLICY.options(true, disposable: false, env: {POLICY::MIN_RSS_ENV => "1000000"}))
+  end
+
+  def test_a_one_call_pool_prepares_from_the_threshold_on
+    assert_equal({}, POLICY.options(true, disposable: true, env: {POLICY::MIN_RSS_ENV => "0"}))
+    assert_nil POLICY.options(true, disposable: true, env: {POLICY::MIN_RSS_ENV => "1000000"})
+  end
+
+  def test_the_threshold_is_in_mib_and_defaults_to_min_rss
+    assert_equal POLICY::MIN_RSS, POLICY.threshold({})
+    assert_equal 3 << 20, POLICY.threshold({POLICY::MIN_RSS_ENV => "3"})
+    error = assert_raises(ArgumentError) { POLICY.threshold({POLICY::MIN_RSS_ENV => "lots"}) }
+    assert_match(/HERD_PREPARE_HEAP_MIN_MB="lots": must be a number of MiB/, error.message)
+  end
+
+  def test_resident_bytes_reads_this_process
+    assert_operator POLICY.resident_bytes, :>, 1 << 20
+  end
+end
