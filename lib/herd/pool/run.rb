@@ -111,20 +111,22 @@ module Herd
         collect(worker) unless worker.io
       end
 
+      # Every object the parent makes while workers share its pages lands in
+      # a free slot of a page the fork write-protected: a page fault each
+      # time it reaches a new page. Hence one hash here, not two arrays and
+      # a hash per wake-up.
       def wait_for_results(sent)
-        ios = @inflight.keys.filter_map(&:io)
-        if ios.empty?
+        by_io = {}
+        @inflight.each_key { |worker| (io = worker.io) && (by_io[io] = worker) }
+        if by_io.empty?
           # Nothing in flight: an inline run already has its answers, unless
           # the source had nothing to give (a Queue, empty for now).
           sleep(TICK) if sent.zero? && @inflight.empty?
           return
         end
 
-        ready = IO.select(ios, nil, nil, @tick)
-        return unless ready
-
-        by_io = @inflight.keys.to_h { |worker| [worker.io, worker] }
-        ready.first.each do |io|
+        ready, = IO.select(by_io.keys, nil, nil, @tick)
+        ready&.each do |io|
           worker = by_io.fetch(io)
           collect(worker) if @inflight.key?(worker) # an earlier one may have stopped the run
         end
