@@ -135,15 +135,26 @@ class PoolLifecycleTest < Herd::Test
     assert_equal [0, 1], numbers.uniq.sort
   end
 
+  HEAP_PREPARATIONS = <<~RUBY
+    require "herd"
+    calls = 0
+    Herd::Heap.singleton_class.prepend(Module.new { define_method(:prepare) { |**o| calls += 1; super(**o) } })
+    Herd.map(1..10, processes: 2) { |i| i }
+    Herd.map(1..10, processes: 2, prepare_heap: false) { |i| i }
+    Herd.map(1..10, processes: 2, prepare_heap: {seal_malloc: false}) { |i| i }
+    print calls
+  RUBY
+
   def test_the_heap_is_prepared_once_before_the_workers_fork
-    out, err, status = ruby_run(<<~RUBY)
-      require "herd"
-      calls = 0
-      Herd::Heap.singleton_class.prepend(Module.new { define_method(:prepare) { |**o| calls += 1; super(**o) } })
-      Herd.map(1..10, processes: 2) { |i| i }
-      Herd.map(1..10, processes: 2, prepare_heap: false) { |i| i }
-      print calls
-    RUBY
+    out, err, status = ruby_run(HEAP_PREPARATIONS, env: {"HERD_PREPARE_HEAP_MIN_MB" => "0"})
+    assert status.success?, err
+    assert_equal "2", out
+  end
+
+  # A few MiB of heap: a call's preparation would cost more than the
+  # workers could copy. A Hash of options still prepares.
+  def test_a_small_process_skips_the_preparation_unless_given_options
+    out, err, status = ruby_run(HEAP_PREPARATIONS, env: {"HERD_PREPARE_HEAP_MIN_MB" => "100000"})
     assert status.success?, err
     assert_equal "1", out
   end
