@@ -10,11 +10,13 @@
 #   5. call     what one two-item Herd.map costs (vs two bare forks and the
 #               parallel gem), and a 64-item job of ~146 ms sequential
 #
-#   bundle exec ruby bench/pool.rb [--reps N] [--only seed,overhead,speedup,memory]
+#   bundle exec ruby bench/pool.rb [--reps N] [--only seed,overhead,speedup,memory,call] [--name NAME]
 #
 # The parallel gem is in the optional bench group
 # (bundle config set --local with bench && bundle install); without it its
-# rows say "skipped". Writes bench/results/pool.md and bench/results/pool.json.
+# rows say "skipped". Writes bench/results/pool.md and bench/results/pool.json
+# (--name NAME: bench/results/NAME.md, for a partial run that must not
+# replace the full one).
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
@@ -35,7 +37,7 @@ BENCHMARKS = {
 }.freeze
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV
-options = {reps: 3, only: BENCHMARKS.keys}
+options = {reps: 3, only: BENCHMARKS.keys, name: "pool"}
 OptionParser.new do |opts|
   opts.banner = "usage: ruby bench/pool.rb [options]"
   opts.on("--reps N", Integer, "repetitions per variant (default 3, at least 3)") { |n| options[:reps] = [n, 3].max }
@@ -45,6 +47,7 @@ OptionParser.new do |opts|
 
     options[:only] = list
   end
+  opts.on("--name NAME", "results file name under bench/results (default pool)") { |name| options[:name] = name }
 end.parse!
 
 env = Bench::Report.environment(command)
@@ -69,5 +72,5 @@ markdown = <<~MD
 
   #{results.values.map { |result| result[:markdown] }.join("\n")}
 MD
-paths = Bench::Report.write("pool", markdown: markdown, data: {environment: env, benchmarks: results.transform_values { |r| r[:data] }})
+paths = Bench::Report.write(options[:name], markdown: markdown, data: {environment: env, benchmarks: results.transform_values { |r| r[:data] }})
 warn "wrote #{paths.join(" and ")}"
