@@ -19,7 +19,9 @@ class HeapInternalsTest < Herd::Test
   def test_the_switch_turns_off_packing_and_sealing_and_the_report_says_so
     out, err, status = ruby_run(<<~RUBY, env: {"HERD_HEAP_INTERNALS" => "0"})
       require "herd"
+      GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
+      GC.enable
       report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
       mapped = Herd.map(1..4, processes: 2) { |i| i * 2 }
       p [report.packed.packed?, report.sealed.chunks, report.to_s, mapped]
@@ -37,7 +39,9 @@ class HeapInternalsTest < Herd::Test
       require "herd"
       Herd::Malloc.instance_variable_set(:@functions, nil)
       Herd::Malloc.instance_variable_set(:@unsupported, "malloc is not glibc's (stubbed)")
+      GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
+      GC.enable
       puts Herd::Heap.prepare(warmup: false, seal_malloc: true).to_s
     RUBY
     assert status.success?, err
@@ -50,7 +54,9 @@ class HeapInternalsTest < Herd::Test
     skip "no jemalloc or tcmalloc installed" unless OTHER_ALLOCATOR
     out, err, status = ruby_run(<<~RUBY, env: {"LD_PRELOAD" => OTHER_ALLOCATOR})
       require "herd"
+      GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
+      GC.enable
       report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
       p [Herd::Malloc.available?, report.to_s, Herd.map([1, 2], processes: 2) { |i| i + 1 }]
     RUBY
@@ -66,7 +72,9 @@ class HeapInternalsTest < Herd::Test
     skip "packing needs CRuby 3.1 with glibc" unless Herd::PageDescriptors.unsupported.nil?
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
+      GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
+      GC.enable
       thread = Thread.new { sleep }
       puts Herd::Heap.prepare(warmup: false).to_s
       thread.kill
