@@ -112,6 +112,6 @@ class MonitorFootprintTest < Herd::Test
     RUBY
     assert status.success?, err
     assert_equal ["herd/http/options.rb"], out.lines.map { |path| path.strip[%r{herd/http/.*}] }.compact.sort
-    refute_match(/rack|pool/, out)
+    refute_match(/rack|pool/, out.gsub(ROOT, "")) # the checkout's own path may say either (a worktree named wt-pool)
   end
 end
