@@ -2,6 +2,7 @@
 
 require_relative "herd/version"
 require_relative "herd/errors"
+require_relative "herd/deprecation"
 require_relative "herd/heap"
 require_relative "herd/fork_hook"
 require_relative "herd/fork_safety"
@@ -26,10 +27,20 @@ module Herd
     # Registers a block run in every new child right after a fork: the place to
     # reconnect databases and restart threads. Exceptions are reported on
     # stderr, never raised, so a child never runs its parent's rescue clauses.
+    # The pool's `after_fork:` and the server's `after_fork` hook have the
+    # same name for the same moment (docs/API.md).
+    # @yield in the child, after the fork
+    # @return [Proc] the block
+    def after_fork(&block)
+      register(:after_fork, block)
+    end
+
+    # @deprecated Use {after_fork} (until 1.0).
     # @yield in the child, after the fork
     # @return [Proc] the block
     def after_fork_child(&block)
-      register(:after_fork_child, block)
+      Deprecation.warn("Herd.after_fork_child", "Herd.after_fork")
+      after_fork(&block)
     end
 
     # Registers a block run in the parent after every fork, with the child's pid.
@@ -42,6 +53,7 @@ module Herd
     end
 
     # Unregisters a block returned by one of the callback registrations.
+    # @param block [Proc] what {before_fork}, {after_fork} or {after_fork_parent} returned
     # @return [Boolean] whether it was registered
     def remove_fork_callback(block)
       ForkHook.callbacks.remove(block)

@@ -2,7 +2,16 @@
 
 module Herd
   # Base class of every error herd raises on purpose. Rescue this to catch them all.
-  class Error < StandardError; end
+  class Error < StandardError
+    # `rescue Herd::Error` (and `rescue Herd::ItemError`) also catch
+    # {Herd::TimeoutError}, which must inherit from the standard library's
+    # `Timeout::Error` and so cannot inherit from this class.
+    # @param other [Object]
+    # @return [Boolean]
+    def self.===(other)
+      super || (Exception === other && other.is_a?(self))
+    end
+  end
 
   # /proc is missing or a process's memory cannot be read.
   class MemoryReadError < Error; end

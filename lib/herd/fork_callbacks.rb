@@ -4,9 +4,11 @@ module Herd
   # The blocks run around every fork, by phase, in registration order.
   #
   # Registration and removal are thread-safe; a fork runs the blocks that were
-  # registered when it started.
+  # registered when it started. Used through {Herd.before_fork},
+  # {Herd.after_fork} and {Herd.after_fork_parent}.
+  # @api private
   class ForkCallbacks
-    PHASES = %i[before_fork after_fork_child after_fork_parent].freeze
+    PHASES = %i[before_fork after_fork after_fork_parent].freeze
 
     def initialize
       @lock = Mutex.new
@@ -55,8 +57,8 @@ module Herd
       end
     end
 
-    def run_after_fork_child
-      run_reporting(:after_fork_child)
+    def run_after_fork
+      run_reporting(:after_fork)
     end
 
     def run_after_fork_parent(pid)

@@ -2,40 +2,57 @@
 
 require_relative "heap"
 require_relative "fork_callbacks"
+require_relative "deprecation"
 
 module Herd
   # Intercepts every fork of the process through `Process._fork` (Ruby >= 3.1),
   # the one method that `Kernel#fork`, `Process.fork` and `IO.popen("-")` all
-  # call, to run {Herd.before_fork}-style callbacks and, when copy-on-write
-  # friendliness is on, {Heap.prepare} before the fork.
+  # call, to run the {Herd.before_fork} and {Herd.after_fork} callbacks and,
+  # when `prepare_heap` is on, {Heap.prepare} before the fork.
   #
-  # Per-call opt-out, as nakayoshi_fork spells it: `fork(nakayoshi: false)` or
-  # `fork(cow_friendly: false)` (also `Process.fork(...)`, with or without a
-  # block). Global switch: `Herd::ForkHook.cow_friendly = false`, or
-  # `HERD_COW_FRIENDLY=0` in the environment before `require "herd/fork"`.
+  # The switch has the name it has in the pool and the server
+  # (docs/API.md): `Herd::ForkHook.prepare_heap = false`, `true`, or a Hash
+  # of {Heap.prepare} options; `HERD_PREPARE_HEAP=0` before
+  # `require "herd/fork"`. For one fork: `fork(prepare_heap: false)` (also
+  # `Process.fork(...)`, with or without a block). nakayoshi_fork's
+  # `fork(nakayoshi: false)` and `fork(cow_friendly: false)`, and
+  # `ForkHook.cow_friendly`, are deprecated names of the same switch.
   module ForkHook
-    OPT_OUT = :__herd_fork_opt_out
-    OPT_IN = :__herd_fork_opt_in
-    private_constant :OPT_OUT, :OPT_IN
+    # This thread's override of the switch: false, true or a Hash; nil follows it.
+    OVERRIDE = :__herd_fork_prepare_heap
+    private_constant :OVERRIDE
+    # The environment switch read by `require "herd/fork"`.
+    ENV_SWITCH = "HERD_PREPARE_HEAP"
+    # Its name before 0.x's vocabulary review, read until 1.0.
+    LEGACY_ENV_SWITCH = "HERD_COW_FRIENDLY"
 
     # Prepended to `Process.singleton_class`.
+    # @api private
     module ProcessHook
       def _fork
         ForkHook.around_fork { super }
       end
     end
 
-    # Prepended to the singleton classes of Kernel and Process: accepts the
-    # opt-out keywords and passes everything else through untouched.
+    # Prepended to the singleton classes of Kernel and Process: accepts
+    # `prepare_heap:` (and its deprecated spellings) and passes everything
+    # else through untouched.
+    # @api private
     module ForkOptions
-      def fork(nakayoshi: true, cow_friendly: true, &block)
-        return super(&block) if nakayoshi && cow_friendly
+      # @param prepare_heap [Boolean, Hash, nil] for this fork: false skips
+      #   the preparation, true or a Hash of {Heap.prepare} options does it
+      #   whatever the global switch says; nil follows the switch
+      def fork(prepare_heap: nil, nakayoshi: nil, cow_friendly: nil, &block)
+        prepare_heap = ForkHook.legacy_fork_keywords(prepare_heap, nakayoshi: nakayoshi, cow_friendly: cow_friendly)
+        return super(&block) if prepare_heap.nil?
+        return ForkHook.without_heap_preparation { super(&block) } unless prepare_heap
 
-        ForkHook.without_heap_preparation { super(&block) }
+        ForkHook.with_heap_preparation(prepare_heap) { super(&block) }
       end
     end
 
     # Prepended to Kernel: the same, for the private `fork` every object has.
+    # @api private
     module PrivateForkOptions
       include ForkOptions
 
@@ -44,26 +61,90 @@ module Herd
 
     @install_lock = Mutex.new
     @installed = false
-    @cow_friendly = false
+    @prepare_heap = false
     @heap_options = {}
     @callbacks = ForkCallbacks.new
 
     class << self
-      # @return [Boolean] prepare the heap before each fork (see {Heap.prepare})
-      attr_accessor :cow_friendly
-      # @return [Hash] keywords for {Heap.prepare}; `compact: true` compacts
-      #   before the first fork of each process only
-      attr_accessor :heap_options
+      # Whether every fork prepares the heap first, and how: false (the
+      # default of `require "herd"`; `require "herd/fork"` turns it on),
+      # true ({Heap.prepare}'s defaults), or a Hash of {Heap.prepare}
+      # options. `compact: true` compacts before the first fork of each
+      # process only.
+      # @return [Boolean, Hash]
+      attr_reader :prepare_heap
       # @return [Heap::Report, nil] what the last heap preparation did
       attr_reader :last_report
       # @return [ForkCallbacks]
+      # @api private
       attr_reader :callbacks
 
+      # @param value [Boolean, Hash] see {prepare_heap}
+      # @raise [ArgumentError] for anything else, or an unknown option
+      def prepare_heap=(value)
+        unless value == true || value == false || value.is_a?(Hash)
+          raise ArgumentError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options, got #{value.inspect}"
+        end
+        unknown = value.is_a?(Hash) ? value.keys - Heap::OPTIONS : []
+        raise ArgumentError, "prepare_heap: unknown options #{unknown.join(", ")}; known: #{Heap::OPTIONS.join(", ")}" unless unknown.empty?
+
+        @prepare_heap = value
+      end
+
+      # @deprecated Use {prepare_heap} (until 1.0).
+      # @return [Boolean]
+      def cow_friendly
+        Deprecation.warn("Herd::ForkHook.cow_friendly", "Herd::ForkHook.prepare_heap")
+        prepare_heap ? true : false
+      end
+
+      # @deprecated Use {prepare_heap=} (until 1.0).
+      # @param value [Boolean]
+      def cow_friendly=(value)
+        Deprecation.warn("Herd::ForkHook.cow_friendly=", "Herd::ForkHook.prepare_heap=")
+        self.prepare_heap = value ? true : false
+      end
+
+      # @deprecated Use `prepare_heap = {options}` (until 1.0).
+      # @return [Hash]
+      def heap_options
+        Deprecation.warn("Herd::ForkHook.heap_options", "Herd::ForkHook.prepare_heap (a Hash of options)")
+        @heap_options
+      end
+
+      # @deprecated Use `prepare_heap = {options}` (until 1.0): the options
+      #   given here still apply whenever preparation is on.
+      # @param options [Hash] {Heap.prepare} options
+      def heap_options=(options)
+        Deprecation.warn("Herd::ForkHook.heap_options=", "Herd::ForkHook.prepare_heap = {...} (a Hash of options)")
+        @heap_options = options
+      end
+
+      # What `require "herd/fork"` turns the switch to: on, unless
+      # `HERD_PREPARE_HEAP` (or the deprecated `HERD_COW_FRIENDLY`) says
+      # 0, false, no or off.
+      # @param env [Hash] the environment
+      # @return [Boolean]
+      # @api private
+      def prepare_heap_from_env(env)
+        value = env[ENV_SWITCH]
+        if value.nil? && !env[LEGACY_ENV_SWITCH].nil?
+          Deprecation.warn(LEGACY_ENV_SWITCH, ENV_SWITCH)
+          value = env[LEGACY_ENV_SWITCH]
+        end
+        !Heap::OFF_VALUES.include?(value.to_s.downcase)
+      end
+
       # Installs the interception. Idempotent and thread-safe.
-      # @param cow_friendly [Boolean, nil] also switch heap preparation on or off
+      # @param prepare_heap [Boolean, Hash, nil] also set {prepare_heap}
+      # @param cow_friendly [Boolean, nil] deprecated: `prepare_heap:`
       # @return [void]
-      def install(cow_friendly: nil)
-        self.cow_friendly = cow_friendly unless cow_friendly.nil?
+      def install(prepare_heap: nil, cow_friendly: nil)
+        unless cow_friendly.nil?
+          Deprecation.warn("Herd::ForkHook.install(cow_friendly:)", "Herd::ForkHook.install(prepare_heap:)")
+          prepare_heap = cow_friendly ? true : false if prepare_heap.nil?
+        end
+        self.prepare_heap = prepare_heap unless prepare_heap.nil?
         @install_lock.synchronize do
           return if @installed
 
@@ -75,22 +156,24 @@ module Herd
         end
       end
 
-      # @return [Boolean]
+      # @return [Boolean] whether {install} ran
       def installed?
         @installed
       end
 
       # Runs the block with heap preparation skipped for the forks it makes
       # from this thread; callbacks still run.
+      # @yield the code whose forks skip the preparation
+      # @return [Object] the block's value
       def without_heap_preparation(&block)
-        with_flag(OPT_OUT, &block)
+        with_override(false, &block)
       end
 
       # Forgets callbacks, reports and switches: a clean slate for tests.
       # @api private
       def reset!
         @callbacks.clear
-        @cow_friendly = false
+        @prepare_heap = false
         @heap_options = {}
         @last_report = nil
         @compacted_in = nil
@@ -98,8 +181,25 @@ module Herd
 
       # Runs the block with heap preparation on for the forks it makes from
       # this thread, whatever the global switch says.
-      def with_heap_preparation(&block)
-        with_flag(OPT_IN, &block)
+      # @param options [true, Hash] {Heap.prepare} options for those forks
+      # @yield the code whose forks prepare the heap
+      # @return [Object] the block's value
+      def with_heap_preparation(options = true, &block)
+        with_override(options, &block)
+      end
+
+      # `fork(nakayoshi:)` and `fork(cow_friendly:)`, nakayoshi_fork's
+      # spellings: warned once, then read as `prepare_heap: false`.
+      # @api private
+      # @return [Boolean, Hash, nil] the `prepare_heap:` to use
+      def legacy_fork_keywords(prepare_heap, nakayoshi:, cow_friendly:)
+        {nakayoshi: nakayoshi, cow_friendly: cow_friendly}.each do |name, value|
+          next if value.nil?
+
+          Deprecation.warn("fork(#{name}:)", "fork(prepare_heap:)")
+          prepare_heap = false if prepare_heap.nil? && !value
+        end
+        prepare_heap
       end
 
       # @api private
@@ -111,30 +211,31 @@ module Herd
 
       def fork_with_callbacks
         @callbacks.run_before_fork
-        prepare_heap if (cow_friendly || Thread.current[OPT_IN]) && !Thread.current[OPT_OUT]
+        override = Thread.current[OVERRIDE]
+        wanted = override.nil? ? @prepare_heap : override
+        prepare(wanted) if wanted
         pid = yield
         if pid.zero?
           # A block-form fork never returns in the child: forks it makes must
-          # not inherit the parent's opt-out.
-          Thread.current[OPT_OUT] = nil
-          Thread.current[OPT_IN] = nil
-          @callbacks.run_after_fork_child
+          # not inherit the parent's override.
+          Thread.current[OVERRIDE] = nil
+          @callbacks.run_after_fork
         else
           @callbacks.run_after_fork_parent(pid)
         end
         pid
       end
 
-      def with_flag(key)
-        previous = Thread.current[key]
-        Thread.current[key] = true
+      def with_override(value)
+        previous = Thread.current[OVERRIDE]
+        Thread.current[OVERRIDE] = value
         yield
       ensure
-        Thread.current[key] = previous
+        Thread.current[OVERRIDE] = previous
       end
 
-      def prepare_heap
-        options = heap_options.dup
+      def prepare(wanted)
+        options = @heap_options.merge(wanted.is_a?(Hash) ? wanted : {})
         # Compacting again (compact: true, or Process.warmup on Ruby >= 3.3)
         # would move objects in pages already shared with earlier children,
         # which is the copying we are here to avoid.

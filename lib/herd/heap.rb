@@ -95,7 +95,7 @@ module Herd
     # packing and malloc sealing — for every caller: the server's molds,
     # the pool, the fork hook. Read at each {Heap.prepare}.
     INTERNALS_ENV = "HERD_HEAP_INTERNALS"
-    # Values of {INTERNALS_ENV} (and HERD_COW_FRIENDLY) that mean off.
+    # Values of {INTERNALS_ENV} (and HERD_PREPARE_HEAP) that mean off.
     OFF_VALUES = %w[0 false no off].freeze
 
     # The keywords of {Heap.prepare}.

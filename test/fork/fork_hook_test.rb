@@ -13,6 +13,16 @@ class ForkHookTest < Herd::Test
   }.freeze
 
   OPT_OUTS = {
+    "fork(prepare_heap: false) { }" => -> { Process.wait(fork(prepare_heap: false) { exit!(0) }) },
+    "fork(prepare_heap: false)" => -> { (pid = fork(prepare_heap: false)) ? Process.wait(pid) : exit!(0) },
+    "Process.fork(prepare_heap: false)" => -> { (pid = Process.fork(prepare_heap: false)) ? Process.wait(pid) : exit!(0) },
+    "Process.fork(prepare_heap: false) { }" => -> { Process.wait(Process.fork(prepare_heap: false) { exit!(0) }) },
+    "Kernel.fork(prepare_heap: false) { }" => -> { Process.wait(Kernel.fork(prepare_heap: false) { exit!(0) }) }
+  }.freeze
+
+  # nakayoshi_fork's spellings: deprecated, still opting out (DeprecationTest
+  # checks the warnings).
+  LEGACY_OPT_OUTS = {
     "fork(nakayoshi: false) { }" => -> { Process.wait(fork(nakayoshi: false) { exit!(0) }) },
     "fork(cow_friendly: false)" => -> { (pid = fork(cow_friendly: false)) ? Process.wait(pid) : exit!(0) },
     "Process.fork(nakayoshi: false)" => -> { (pid = Process.fork(nakayoshi: false)) ? Process.wait(pid) : exit!(0) },
@@ -31,7 +41,7 @@ class ForkHookTest < Herd::Test
 
   FORKS.each do |name, forker|
     define_method("test_#{name}_prepares_the_heap_and_runs_callbacks") do
-      Herd::ForkHook.cow_friendly = true
+      Herd::ForkHook.prepare_heap = true
       parent_calls = []
       Herd.before_fork { parent_calls << :before }
       Herd.after_fork_parent { |pid| parent_calls << [:after, pid.class] }
@@ -41,32 +51,50 @@ class ForkHookTest < Herd::Test
     end
   end
 
-  OPT_OUTS.each do |name, forker|
+  OPT_OUTS.merge(LEGACY_OPT_OUTS).each do |name, forker|
     define_method("test_#{name}_skips_heap_preparation_but_runs_callbacks") do
-      Herd::ForkHook.cow_friendly = true
+      Herd::ForkHook.prepare_heap = true
       calls = 0
       Herd.before_fork { calls += 1 }
-      forker.call
+      capture_io { forker.call } # the legacy spellings warn (once per process)
       assert_equal 1, calls
       assert_nil Herd::ForkHook.last_report
     end
   end
 
+  def test_fork_prepare_heap_true_prepares_when_the_switch_is_off
+    Herd::ForkHook.prepare_heap = false
+    Process.wait(fork(prepare_heap: true) { exit!(0) })
+    assert_instance_of Herd::Heap::Report, Herd::ForkHook.last_report
+  end
+
+  def test_the_innermost_override_wins
+    Herd::ForkHook.prepare_heap = false
+    Herd::ForkHook.without_heap_preparation { Process.wait(fork(prepare_heap: true) { exit!(0) }) }
+    assert_instance_of Herd::Heap::Report, Herd::ForkHook.last_report
+  end
+
+  def test_prepare_heap_refuses_what_heap_prepare_does_not_take
+    error = assert_raises(ArgumentError) { Herd::ForkHook.prepare_heap = {compactt: true} }
+    assert_match(/unknown options compactt; known: compact/, error.message)
+    assert_raises(ArgumentError) { Herd::ForkHook.prepare_heap = "yes" }
+  end
+
   def test_global_switch_off_skips_heap_preparation
-    Herd::ForkHook.cow_friendly = false
+    Herd::ForkHook.prepare_heap = false
     FORKS.each_value(&:call)
     assert_nil Herd::ForkHook.last_report
   end
 
-  def test_the_child_runs_after_fork_child_callbacks_in_order
-    Herd.after_fork_child { Thread.current[:herd_test_order] = [:first] }
-    Herd.after_fork_child { Thread.current[:herd_test_order] << :second }
+  def test_the_child_runs_after_fork_callbacks_in_order
+    Herd.after_fork { Thread.current[:herd_test_order] = [:first] }
+    Herd.after_fork { Thread.current[:herd_test_order] << :second }
     assert_equal [:first, :second], in_child { Thread.current[:herd_test_order] }
   end
 
   def test_opt_out_does_not_leak_into_forks_made_by_the_child
-    Herd::ForkHook.cow_friendly = true
-    nested_prepared = in_child(fork_method: ->(&b) { fork(cow_friendly: false, &b) }) do
+    Herd::ForkHook.prepare_heap = true
+    nested_prepared = in_child(fork_method: ->(&b) { fork(prepare_heap: false, &b) }) do
       Process.wait(fork { exit!(0) })
       !Herd::ForkHook.last_report.nil?
     end
@@ -100,8 +128,8 @@ class ForkHookTest < Herd::Test
     code = <<~RUBY
       require "herd"
       $stdout.sync = true
-      Herd.after_fork_child { raise "reconnect failed" }
-      Herd.after_fork_child { puts "child carried on" }
+      Herd.after_fork { raise "reconnect failed" }
+      Herd.after_fork { puts "child carried on" }
       Herd.after_fork_parent { |pid| raise "parent hook failed" }
       pid = fork { exit!(0) }
       Process.wait(pid)
@@ -111,7 +139,7 @@ class ForkHookTest < Herd::Test
     assert status.success?, err
     assert_includes out, "child carried on"
     assert_includes out, "parent got Integer"
-    assert_match(/herd: after_fork_child callback at -e:3 raised RuntimeError: reconnect failed/, err)
+    assert_match(/herd: after_fork callback at -e:3 raised RuntimeError: reconnect failed/, err)
     assert_match(/herd: after_fork_parent callback at -e:5 raised RuntimeError: parent hook failed/, err)
   end
 
@@ -139,16 +167,16 @@ class ForkHookTest < Herd::Test
   end
 
   def test_require_herd_fork_honours_the_environment_switch
-    out, err, = ruby_run('require "herd/fork"; print Herd::ForkHook.cow_friendly', env: {"HERD_COW_FRIENDLY" => "0"})
+    out, err, = ruby_run('require "herd/fork"; print Herd::ForkHook.prepare_heap', env: {"HERD_PREPARE_HEAP" => "0"})
     assert_equal "false", out, err
-    out, = ruby_run('require "herd/fork"; print Herd::ForkHook.cow_friendly')
+    out, = ruby_run('require "herd/fork"; print Herd::ForkHook.prepare_heap')
     assert_equal "true", out
   end
 
   def test_compaction_runs_before_the_first_fork_only
     skip "GC.compact not available" unless Herd::Heap.compaction_supported?
-    Herd::ForkHook.cow_friendly = true
-    Herd::ForkHook.heap_options = {compact: true}
+    Herd::ForkHook.prepare_heap = true
+    Herd::ForkHook.prepare_heap = {compact: true}
     Process.wait(fork { exit!(0) })
     assert Herd::ForkHook.last_report.compacted
     Process.wait(fork { exit!(0) })

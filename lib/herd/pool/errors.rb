@@ -1,5 +1,9 @@
 # frozen_string_literal: true
 
+require "timeout"
+require_relative "../errors"
+require_relative "../deprecation"
+
 module Herd
   # Raise inside a {Herd.map}-style block to stop the whole run early. The run
   # returns the value given (nil by default) instead of its results.
@@ -18,8 +22,8 @@ module Herd
   # A pool was used wrongly (closed, or called with a block it cannot run).
   class PoolError < Error; end
 
-  # Something about one item of a run went wrong in a worker. Carries where.
-  class ItemError < Error
+  # Where an item of a run failed: shared by {ItemError} and {TimeoutError}.
+  module ItemContext
     # @return [Integer, nil] the item's position in the source
     attr_reader :index
     # @return [Integer, nil] the worker's pid (nil for threads)
@@ -27,10 +31,27 @@ module Herd
     # @return [Integer, nil] {Herd.worker_number} of the worker
     attr_reader :worker_number
 
-    def initialize(message, index: nil, pid: nil, worker_number: nil)
+    private
+
+    def remember_item(index, pid, worker_number)
       @index = index
       @pid = pid
       @worker_number = worker_number
+    end
+  end
+
+  # Something about one item of a run went wrong in a worker. Carries where.
+  # {TimeoutError} is one too, for `rescue` and `is_a?`, though it inherits
+  # from the standard library's `Timeout::Error`.
+  class ItemError < Error
+    include ItemContext
+
+    # @param message [String]
+    # @param index [Integer, nil] the item's position
+    # @param pid [Integer, nil] the worker's pid
+    # @param worker_number [Integer, nil] the worker's number
+    def initialize(message, index: nil, pid: nil, worker_number: nil)
+      remember_item(index, pid, worker_number)
       super(message)
     end
   end
@@ -47,14 +68,36 @@ module Herd
   end
 
   # An item ran longer than the `timeout:` of its run; its worker was killed.
-  class Timeout < ItemError
+  #
+  # A `Timeout::Error` (the standard library's), so `rescue Timeout::Error`
+  # catches it as it catches every other timeout; and, like every error herd
+  # raises, a {Herd::ItemError} and a {Herd::Error} for `rescue` and
+  # `is_a?` (a class has one superclass: those two answer through
+  # {Error.===} and {#is_a?}). Formerly `Herd::Timeout`, which inside
+  # `module Herd` hid the standard library's `Timeout`.
+  class TimeoutError < ::Timeout::Error
+    include ItemContext
+
     # @return [Float] the limit, in seconds
     attr_reader :seconds
 
-    def initialize(message, seconds: nil, **context)
+    # @param message [String]
+    # @param seconds [Float, nil] the limit
+    # @param index [Integer, nil] the item's position
+    # @param pid [Integer, nil] the worker's pid
+    # @param worker_number [Integer, nil] the worker's number
+    def initialize(message, seconds: nil, index: nil, pid: nil, worker_number: nil)
       @seconds = seconds
-      super(message, **context)
+      remember_item(index, pid, worker_number)
+      super(message)
     end
+
+    # @param klass [Module]
+    # @return [Boolean] true for {ItemError} and {Error} too
+    def is_a?(klass)
+      super || klass == ItemError || klass == Error
+    end
+    alias_method :kind_of?, :is_a?
   end
 
   # A block's result could not be sent back to the parent (Marshal refused it).
@@ -72,5 +115,16 @@ module Herd
       super("#{remote_class}: #{message}")
       set_backtrace(backtrace) if backtrace
     end
+  end
+
+  # `Herd::Timeout`, the old name of {TimeoutError}: a deprecated alias
+  # until 1.0. Not a constant, so that `Timeout` inside `module Herd`
+  # (herd's code or yours) is the standard library's.
+  # @api private
+  def self.const_missing(name)
+    return super unless name == :Timeout
+
+    Deprecation.warn("Herd::Timeout", "Herd::TimeoutError (also a Timeout::Error)")
+    TimeoutError
   end
 end

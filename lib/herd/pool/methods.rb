@@ -13,7 +13,7 @@ module Herd
     # max_items_per_worker:, shutdown_timeout:):
     # - chunk_size: items per message (default: adaptive)
     # - timeout: seconds one item may take; its worker is killed and
-    #   {Herd::Timeout} raised (on_timeout: :continue puts the error in the
+    #   {Herd::TimeoutError} raised (on_timeout: :continue puts the error in the
     #   item's place and carries on)
     # - retries: how often an item whose worker died or timed out is retried
     # - progress: true, a title, or {title:, output:, force:}

@@ -243,7 +243,7 @@ module Herd
         worker.reap
         @inflight.delete(worker)
         @pool.replace(worker)
-        error = Timeout.new(
+        error = TimeoutError.new(
           "item #{index} (#{preview(batch.item(index))}) ran longer than the #{@settings.timeout}s timeout on " \
           "#{worker}; the worker was killed and replaced",
           seconds: @settings.timeout, index: index, pid: worker.pid, worker_number: worker.number
