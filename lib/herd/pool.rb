@@ -2,6 +2,8 @@
 
 require_relative "../herd"
 require_relative "heap"
+require_relative "clock"
+require_relative "deprecation"
 require_relative "pool/errors"
 require_relative "pool/settings"
 require_relative "pool/source"
@@ -20,10 +22,11 @@ module Herd
   # Worker processes (or threads) forked once and reused across calls.
   #
   # A pool's workers are forked when the pool is made, so the code they run
-  # must exist by then: a pool has ONE job, given to {.new} as a block or to
-  # {.open} as `job:`. Its methods (map, each, ...) take no block — a block
-  # written later would not exist in workers forked earlier. For one-off work,
-  # {Herd.map} and friends fork, run and clean up in one call.
+  # must exist by then: a pool has ONE job, given as `job:` to {.new} and to
+  # {.open} alike (as `File.new` and `File.open` take the same arguments).
+  # Its methods (map, each, ...) take no block — a block written later would
+  # not exist in workers forked earlier. For one-off work, {Herd.map} and
+  # friends fork, run and clean up in one call.
   #
   #   Herd::Pool.open(processes: 4, job: ->(path) { Thumbnail.make(path) }) do |pool|
   #     pool.map(todays_photos)
@@ -46,11 +49,11 @@ module Herd
       # Makes a pool, yields it, and closes it (workers stopped and reaped)
       # whatever happens.
       # @param job [#call] run in the workers with (item) or (item, index)
-      # @param options see {#initialize}
+      # @param options [Hash] see {#initialize}
       # @yieldparam pool [Pool]
       # @return [Object] the block's value
       def open(job:, **options, &block)
-        guarded(-> { new(**options, &job) }, &block)
+        guarded(-> { new(job: job, **options) }, &block)
       end
 
       # @api private — makes a pool with `make`, yields it and closes it.
@@ -77,14 +80,17 @@ module Herd
         size = options[:threads] || options.fetch(:processes) { CPU.count }
         size = [size, source.size].min.clamp(1, nil) if source.size && size.is_a?(Integer) && size.positive?
         sized = options.merge((options.key?(:threads) ? :threads : :processes) => size)
-        new(**sized, resolver: source.resolver, disposable: true, &job)
+        new(**sized, job: job, resolver: source.resolver, disposable: true)
       end
     end
 
+    # @param job [#call] run in the workers with (item) or (item, index)
     # @param processes [Integer] worker processes (default: the CPUs this
     #   process may use, HERD_PROCESSES overrides); 0 runs inline, serially
     # @param threads [Integer] worker threads instead of processes
-    # @param before_fork [#call] run in the parent before the workers fork
+    # @param before_fork [#call] run in the parent before each worker process
+    #   is forked (replacements included), with the worker's number if it
+    #   takes an argument: close what workers must not inherit
     # @param after_fork [#call] run in each new worker with its number (reconnect here)
     # @param run_at_exit [Boolean] let workers run at_exit hooks when they exit
     # @param prepare_heap [Boolean, Hash] {Heap.prepare} (with these options)
@@ -93,9 +99,16 @@ module Herd
     #   enough for it to pay ({HeapPolicy}), a Hash always
     # @param max_items_per_worker [Integer] replace a worker after this many items
     # @param shutdown_timeout [Numeric] seconds a worker gets to exit before TERM, then KILL
-    # @yield the job
-    def initialize(resolver: nil, disposable: false, **options, &job)
-      raise ArgumentError, "a pool needs its job: Herd::Pool.new(...) { |item| ... } or Herd::Pool.open(job: ...)" unless job
+    # @yield deprecated (until 1.0): the job as a block; use `job:`
+    def initialize(job: nil, resolver: nil, disposable: false, **options, &block)
+      if block
+        raise ArgumentError, "give the pool its job once: job: or a block, not both" if job
+
+        Deprecation.warn("Herd::Pool.new { |item| ... }", "Herd::Pool.new(job: ->(item) { ... })")
+        job = block
+      end
+      raise ArgumentError, "a pool needs its job: Herd::Pool.new(job: ->(item) { ... }) or Herd::Pool.open(job: ...) { |pool| ... }" unless job
+      raise ArgumentError, "job: must respond to #call (a lambda or a method), got #{job.inspect}" unless job.respond_to?(:call)
 
       @settings = PoolSettings.build(**options)
       @disposable = disposable
@@ -160,16 +173,18 @@ module Herd
 
     # Stops the workers after their current batch and reaps them: each gets
     # shutdown_timeout seconds, then TERM, then KILL. Idempotent.
+    # @return [void]
     def close
       shutdown(polite: true)
     end
 
     # Stops the workers now (TERM, then KILL after shutdown_timeout) and reaps them.
+    # @return [void]
     def terminate
       shutdown(polite: false)
     end
 
-    # @return [Boolean]
+    # @return [Boolean] whether {#close} or {#terminate} finished
     def closed?
       @closed ? true : false
     end
@@ -241,6 +256,15 @@ module Herd
 
     private
 
+    # In the parent before each fork, as Herd.before_fork and the server's
+    # before_fork run (docs/API.md); the number only if the hook takes it.
+    def before_fork(number)
+      hook = @settings.before_fork
+      return unless hook
+
+      (hook.respond_to?(:arity) && hook.arity.zero?) ? hook.call : hook.call(number)
+    end
+
     # Only positions need to travel when the workers were forked with this
     # very source in memory (Herd.map and friends).
     def shares_memory_with?(source)
@@ -250,7 +274,7 @@ module Herd
     def call(name, source_object, operation_class, with_index, options, block)
       if block
         raise PoolError, "a pool runs the job it was made with; its workers were forked before this block existed. " \
-          "Give the block to Herd::Pool.new (or job: to Herd::Pool.open), or use Herd.#{name} for one-off work"
+          "Give it as job: to Herd::Pool.new or Herd::Pool.open, or use Herd.#{name} for one-off work"
       end
       raise PoolError, "this pool is closed; make a new one" if @closed
       raise PoolError, "a pool serves one call at a time; it cannot be used from its own callbacks" if @lock.owned?
@@ -261,7 +285,6 @@ module Herd
     end
 
     def start_workers
-      @settings.before_fork&.call
       prepare_heap if kind == :process
       size.times { |number| spawn(number) }
     end
@@ -291,6 +314,7 @@ module Herd
     # The new worker is in @workers before it forks, so #shutdown knows
     # every pid it must reap even when a signal lands right after the fork.
     def spawn(number)
+      before_fork(number) if kind == :process
       siblings = @workers.each_with_index.filter_map { |worker, slot| worker&.io if slot != number }
       worker = WORKER_CLASSES.fetch(kind).new(number, @setup)
       @workers[number] = worker
@@ -355,11 +379,11 @@ module Herd
     # a worker whose EOF never comes (a grandchild holds its socket) must
     # still be seen to die: so reap is retried on a short, growing pause.
     def wait_for_exit(workers, seconds)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+      deadline = Clock.now + seconds
       pause = EXIT_POLL_MIN
       loop do
         workers = workers.reject { |worker| worker.reap(wait: false) }
-        left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        left = deadline - Clock.now
         return workers if workers.empty? || left <= 0
 
         pause = wait_for_exit_event(workers, [pause, left].min) ? EXIT_POLL_MIN : [pause * 2, EXIT_POLL_MAX].min

@@ -87,7 +87,7 @@ class PoolFailureTest < Herd::Test
 
   def test_a_stuck_item_times_out_and_names_the_item
     [{processes: 2}, {threads: 2}, {processes: 0}].each do |mode|
-      error = assert_raises(Herd::Timeout, mode.inspect) do
+      error = assert_raises(Herd::TimeoutError, mode.inspect) do
         Herd.map(%w[fast stuck fast], timeout: 0.2, **mode) { |word| (word == "stuck") ? sleep(30) : word }
       end
       assert_equal 1, error.index
@@ -96,12 +96,45 @@ class PoolFailureTest < Herd::Test
     end
   end
 
+  def test_a_timeout_is_rescued_as_timeout_error_and_as_every_herd_error
+    [::Timeout::Error, Herd::ItemError, Herd::Error, StandardError].each do |rescued|
+      caught = begin
+        Herd.map([1], timeout: 0.05, processes: 0) { sleep 5 }
+      rescue rescued => e
+        e
+      end
+      assert_instance_of Herd::TimeoutError, caught, rescued.name
+    end
+    error = Herd::TimeoutError.new("x", seconds: 1.0, index: 3, pid: 9, worker_number: 0)
+    assert_kind_of ::Timeout::Error, error
+    assert_kind_of Herd::ItemError, error
+    assert_kind_of Herd::Error, error
+    refute_kind_of Herd::WorkerDied, error
+    refute(Herd::WorkerDied === error, "a WorkerDied rescue does not catch timeouts")
+    assert_equal [3, 9, 0, 1.0], [error.index, error.pid, error.worker_number, error.seconds]
+  end
+
+  # `Timeout` inside `module Herd` (herd's code or an app's) is the standard
+  # library's; `Herd::Timeout` is the deprecated name of TimeoutError.
+  def test_herd_does_not_shadow_the_standard_timeout
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      module Herd
+        print Timeout.timeout(1) { :stdlib }, " "
+      end
+      print Herd::Timeout.equal?(Herd::TimeoutError), " ", Herd::Timeout.name
+    RUBY
+    assert status.success?, err
+    assert_equal "stdlib true Herd::TimeoutError", out
+    assert_equal 1, err.scan("herd: Herd::Timeout is deprecated; use Herd::TimeoutError").size, err
+  end
+
   def test_on_timeout_continue_puts_the_error_in_place_and_carries_on
     Herd::Pool.open(processes: 2, job: ->(i) { (i == 2) ? sleep(30) : i }) do |pool|
       before = pool.pids
       results = pool.map(1..4, timeout: 0.2, on_timeout: :continue)
       assert_equal [1, 3, 4], results.values_at(0, 2, 3)
-      assert_instance_of Herd::Timeout, results[1]
+      assert_instance_of Herd::TimeoutError, results[1]
       refute_equal before.sort, pool.pids.sort, "the stuck worker is replaced"
       assert_equal [5], pool.map([5])
     end

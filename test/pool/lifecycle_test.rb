@@ -106,7 +106,7 @@ class PoolLifecycleTest < Herd::Test
   end
 
   def test_a_pool_refuses_blocks_and_use_after_close
-    pool = Herd::Pool.new(processes: 1) { |i| i }
+    pool = Herd::Pool.new(processes: 1, job: ->(i) { i })
     error = assert_raises(Herd::PoolError) { pool.map([1]) { |i| i } }
     assert_match(/forked before this block existed/, error.message)
     pids = pool.pids
@@ -117,7 +117,20 @@ class PoolLifecycleTest < Herd::Test
   end
 
   def test_a_pool_needs_a_job
-    assert_raises(ArgumentError) { Herd::Pool.new(processes: 1) }
+    error = assert_raises(ArgumentError) { Herd::Pool.new(processes: 1) }
+    assert_match(/a pool needs its job: Herd::Pool.new\(job: /, error.message)
+    assert_raises(ArgumentError) { Herd::Pool.new(processes: 1, job: :not_callable) }
+  end
+
+  def test_a_pool_made_with_a_block_warns_once_and_still_works
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      2.times { pool = Herd::Pool.new(processes: 1) { |i| i * 2 }; print pool.map([1, 2]).inspect; pool.close }
+    RUBY
+    assert status.success?, err
+    assert_equal "[2, 4][2, 4]", out
+    assert_equal ["herd: Herd::Pool.new { |item| ... } is deprecated; use Herd::Pool.new(job: ->(item) { ... }) (the old name works until herd 1.0)"],
+      err.lines(chomp: true)
   end
 
   def test_max_items_per_worker_recycles_workers
@@ -126,13 +139,19 @@ class PoolLifecycleTest < Herd::Test
     assert_equal [3, 3, 3], pids.chunk_while { |a, b| a == b }.map(&:size)
   end
 
-  def test_before_fork_runs_once_in_the_parent_and_after_fork_in_each_worker
+  def test_before_fork_runs_in_the_parent_before_each_fork_and_after_fork_in_each_worker
     before = []
     numbers = Herd.map(1..10, processes: 2, chunk_size: 1,
-      before_fork: -> { before << Process.pid },
+      before_fork: ->(number) { before << [number, Process.pid] },
       after_fork: ->(number) { Thread.current[:herd_test_worker] = number }) { Thread.current[:herd_test_worker] }
-    assert_equal [Process.pid], before
+    assert_equal [[0, Process.pid], [1, Process.pid]], before
     assert_equal [0, 1], numbers.uniq.sort
+  end
+
+  def test_before_fork_runs_before_a_replacement_forks_too_and_may_take_no_argument
+    calls = 0
+    Herd.map(1..6, processes: 1, chunk_size: 1, max_items_per_worker: 2, before_fork: -> { calls += 1 }) { |i| i }
+    assert_operator calls, :>=, 3, "one per worker forked: the first and its replacements"
   end
 
   HEAP_PREPARATIONS = <<~RUBY
@@ -168,7 +187,7 @@ class PoolLifecycleTest < Herd::Test
   end
 
   def test_a_pool_made_in_a_thread_outlives_that_thread
-    pool = Thread.new { Herd::Pool.new(processes: 1) { |i| i + 1 } }.value
+    pool = Thread.new { Herd::Pool.new(processes: 1, job: ->(i) { i + 1 }) }.value
     assert_equal [2, 3], pool.map([1, 2])
   ensure
     pool&.close
@@ -178,7 +197,7 @@ class PoolLifecycleTest < Herd::Test
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
       $stdout.sync = true
-      pool = Thread.new { Herd::Pool.new(processes: 1) { |i| i } }.value # no PDEATHSIG from a thread
+      pool = Thread.new { Herd::Pool.new(processes: 1, job: ->(i) { i }) }.value # no PDEATHSIG from a thread
       print pool.pids.first
       exit!(0) # no at_exit, no close: only the socket's EOF tells the worker
     RUBY
