@@ -7,7 +7,7 @@
 #
 #   plain           Process.fork, nothing else
 #   herd            require "herd/fork": Herd::Heap.prepare before every fork
-#   herd+compact    the same with Herd::ForkHook.heap_options = {compact: true}
+#   herd+compact    the same with Herd::ForkHook.prepare_heap = {compact: true}
 #   nakayoshi_fork  require "nakayoshi_fork" and a bare `fork` (all it hooks)
 #
 #   bundle exec ruby bench/nakayoshi.rb [--reps N] [--no-breakdown]
@@ -35,7 +35,7 @@ end.parse!
 # Runs one variant in a fresh Ruby that inherits our environment (Bundler's
 # included), minus anything that would switch herd off.
 def run_worker(variant, mode)
-  out, err, status = Open3.capture3({"HERD_COW_FRIENDLY" => nil}, RbConfig.ruby, WORKER, variant, mode)
+  out, err, status = Open3.capture3({"HERD_PREPARE_HEAP" => nil, "HERD_COW_FRIENDLY" => nil}, RbConfig.ruby, WORKER, variant, mode)
   raise "#{variant} (#{mode}) failed: #{status.inspect}\n#{err}" unless status.success?
 
   warn err unless err.empty?

@@ -22,7 +22,7 @@ before_fork do |server, worker|
   # in the mold, before it forks `worker`
 end
 
-after_worker_fork do |server, worker|
+after_fork do |server, worker|
   # in the new worker: reconnect what does not reconnect by itself after a fork, start threads
   # (ActiveRecord 7.1+ needs nothing here: docs/FORK_SAFETY.md)
 end

@@ -29,8 +29,8 @@ end
 case variant
 when "herd", "herd+compact"
   require "herd/fork"
-  Herd::ForkHook.cow_friendly = true
-  Herd::ForkHook.heap_options = {compact: true} if variant == "herd+compact"
+  Herd::ForkHook.prepare_heap = true
+  Herd::ForkHook.prepare_heap = {compact: true} if variant == "herd+compact"
 when "nakayoshi_fork"
   begin
     require "nakayoshi_fork"

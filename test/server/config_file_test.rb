@@ -33,4 +33,47 @@ class ServerConfigFileTest < Herd::Test
     config = load("stdout_path 'log/out.log'\nstderr_path 'log/err.log'\npidfile 'tmp/herd.pid'\n")
     assert_equal ["log/out.log", "log/err.log", "tmp/herd.pid"], [config.stdout_path, config.stderr_path, config.pidfile]
   end
+
+  # One declaration per setting drives the reader, the file's method, the
+  # default and the check; every check keeps its message.
+  MESSAGES = {
+    "workers -1" => "workers must be a whole number >= 0, got -1",
+    "workers :many" => "workers must be a whole number >= 0, got :many",
+    "timeout 0" => "timeout must be a number of seconds > 0, got 0",
+    "spawn_timeout '3'" => %(spawn_timeout must be a number of seconds > 0, got "3"),
+    "shutdown_timeout -1" => "shutdown_timeout must be a number of seconds > 0, got -1",
+    "refork_after [0]" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got [0]",
+    "refork_after true" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got true",
+    "refork_max_unavailable 0" => "refork_max_unavailable must be a whole number >= 1, got 0",
+    "out_of_band_gc 0" => "out_of_band_gc must be false or a number of allocations > 0, e.g. 100_000; got 0",
+    "prepare_heap :yes" => "prepare_heap: true, false or a Hash of Herd::Heap.prepare options",
+    "prepare_heap compactt: true" => "prepare_heap: unknown option compactt; known: #{Herd::Heap::OPTIONS.join(", ")}"
+  }.freeze
+
+  MESSAGES.each_with_index do |(line, message), n|
+    define_method("test_validation_message_#{n}") do
+      require "herd/heap"
+      config = load("#{line}\n")
+      config.app = Object.new # no config.ru needed
+      error = assert_raises(Herd::ConfigError, line) { config.validate! }
+      assert_equal message, error.message
+    end
+  end
+
+  def test_every_setting_has_its_default_and_its_method
+    config = Herd::Server::Config.new
+    assert_equal [Herd::CPU.count, 30, 30, 30, false, 1, true, "config.ru", nil],
+      %i[workers timeout spawn_timeout shutdown_timeout refork_after refork_max_unavailable prepare_heap rackup pidfile].map { |name| config.public_send(name) }
+    config = load("workers 3\ntimeout 5\nrefork_after [10, 20]\nprepare_heap compact: true\nrackup 'app.ru'\naccess_log '-'\n")
+    assert_equal [3, 5, [10, 20], {compact: true}, "app.ru", "-"],
+      [config.workers, config.timeout, config.refork_after, config.prepare_heap, config.rackup, config.access_log]
+  end
+
+  def test_after_worker_fork_is_the_deprecated_name_of_after_fork
+    Herd::Deprecation.reset!
+    config = nil
+    _, err = capture_io { config = load("after_worker_fork { |server, worker| }\nafter_fork { |server, worker| }\n") }
+    assert config.hooks.any?(:after_fork)
+    assert_match(/herd: the after_worker_fork hook is deprecated; use after_fork/, err)
+  end
 end

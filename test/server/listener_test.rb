@@ -85,6 +85,21 @@ class ListenerTest < Herd::Test
     socket&.close
   end
 
+  # A port alone means every interface, as in Unicorn and Puma: `listen 8080`
+  # in a container must be reachable through `docker run -p 8080:8080`.
+  def test_a_port_alone_listens_on_every_interface_and_the_log_says_who_can_connect
+    bind
+    assert_equal [:tcp, "0.0.0.0", 8080], Spec.new(address: "8080").parse
+    assert_equal [:tcp, "127.0.0.1", 8080], Spec.new(address: "localhost:8080").parse
+    assert_equal "0.0.0.0:8080", Herd::Server::Config::DEFAULT_LISTEN
+    everywhere = Herd::Server::Listener.bind(Spec.new(address: "0").validate!)
+    assert_equal "0.0.0.0", everywhere.socket.local_address.ip_address
+    assert_equal " (every interface)", everywhere.reach
+    assert_match(/\A \(loopback only: unreachable from other hosts and through a container's published port\)\z/, @listener.reach)
+  ensure
+    everywhere&.close
+  end
+
   def test_bad_options_are_config_errors
     {
       {backlog: 0} => /backlog must be an Integer > 0/,

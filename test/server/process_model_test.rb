@@ -51,7 +51,7 @@ class ServerProcessModelTest < Herd::Test
     app = <<~RUBY
       run ->(env) { sleep 30 if env["PATH_INFO"].start_with?("/stuck"); [200, {}, ["ok \#{Process.pid}"]] }
     RUBY
-    serve(app: app, args: ["-w", "1", "-t", "1"], env: env)
+    serve(app: app, args: ["-w", "1", "--timeout", "1"], env: env)
     @server.ready
     @server.get("/stuck?x=1")
     @server.wait_for(%r{worker 0 \(gen 0\), pid \d+ timed out after 1.0s on GET /stuck\?x=1; killing it})

@@ -23,7 +23,7 @@ class ServerSettingsSourcesTest < Herd::Test
   def test_defaults
     workers, listen, origins = build
     assert_equal Herd::CPU.count, workers
-    assert_equal ["localhost:8080"], listen
+    assert_equal ["0.0.0.0:8080"], listen, "every interface, as Unicorn and Puma (docs/CONFIGURATION.md)"
     assert_equal "no config file", origins
   end
 
@@ -45,17 +45,18 @@ class ServerSettingsSourcesTest < Herd::Test
   def test_flags_win_over_everything_and_replace_listeners
     workers, listen, = build(file_source: "workers 3\nlisten 9000\nlisten 9001\n", env: {"WEB_CONCURRENCY" => "6", "PORT" => "5000"},
       workers: 2, port: 3001)
-    assert_equal [2, ["localhost:3001"]], [workers, listen]
+    assert_equal [2, ["0.0.0.0:3001"]], [workers, listen]
   end
 
   def test_bind_alone_keeps_the_port_of_the_environment_or_the_file
     assert_equal ["0.0.0.0:9000"], build(file_source: "listen 9000\n", host: "0.0.0.0")[1]
     assert_equal ["[::]:5000"], build(env: {"PORT" => "5000"}, host: "::")[1]
-    assert_equal ["127.0.0.1:3000", "localhost:4000"], build(listen: ["127.0.0.1:3000"], port: 4000)[1]
+    assert_equal ["127.0.0.1:3000", "0.0.0.0:4000"], build(listen: ["127.0.0.1:3000"], port: 4000)[1]
+    assert_equal ["localhost:4000"], build(port: 4000, host: "localhost")[1]
   end
 
   def test_blank_variables_are_ignored_and_bad_ones_refused
-    assert_equal ["localhost:8080"], build(env: {"PORT" => " ", "WEB_CONCURRENCY" => ""})[1]
+    assert_equal ["0.0.0.0:8080"], build(env: {"PORT" => " ", "WEB_CONCURRENCY" => ""})[1]
     error = assert_raises(Herd::ConfigError) { build(env: {"WEB_CONCURRENCY" => "four"}) }
     assert_equal %(WEB_CONCURRENCY must be a whole number of workers, got "four"), error.message
   end

@@ -25,7 +25,7 @@ module Herd
 
         build_heap(options[:objects])
         ForkHook.install
-        plain = measure("plain fork", options[:children], ->(child) { Process.fork(cow_friendly: false, &child) })
+        plain = measure("plain fork", options[:children], ->(child) { Process.fork(prepare_heap: false, &child) })
         prepared = measure("herd's fork", options[:children],
           ->(child) { ForkHook.with_heap_preparation { Process.fork(&child) } })
         summarize(plain, prepared)

@@ -40,14 +40,18 @@ module Herd
         file = nil
         parser = OptionParser.new do |opts|
           opts.banner = BANNER
+          # No abbreviations: `-t` would otherwise complete to --timeout.
+          opts.require_exact = true
           opts.on("-c", "--config FILE", "Ruby config file (default: config/herd.rb when it exists; docs/CONFIGURATION.md)") { |path| file = path }
           opts.on("-w", "--workers N", Integer, "worker processes (default: $WEB_CONCURRENCY, else usable CPUs)") { |n| flags.workers = n }
-          opts.on("-l", "--listen ADDRESS", "host:port, [ipv6]:port, port or unix:/path; repeatable (default localhost:8080)") do |address|
+          opts.on("-l", "--listen ADDRESS", "host:port, [ipv6]:port, port (every interface) or unix:/path; repeatable (default 0.0.0.0:8080)") do |address|
             flags.listen << address
           end
-          opts.on("-p", "--port PORT", Integer, "listen on this port (default: $PORT on 0.0.0.0, else 8080)") { |port| flags.port = port }
-          opts.on("-b", "--bind HOST", "listen on this address (with -p; default localhost)") { |host| flags.host = host }
-          opts.on("-t", "--timeout SECONDS", Float, "kill a worker stuck in one request this long (default 30)") { |s| others << ->(c) { c.timeout = s } }
+          opts.on("-p", "--port PORT", Integer, "listen on this port, every interface (default: $PORT, else 8080)") { |port| flags.port = port }
+          opts.on("-b", "--bind HOST", "listen on this host (with -p's port), or on Puma's tcp://HOST:PORT or unix://PATH") do |bind|
+            puma_style_bind(bind, flags)
+          end
+          opts.on("--timeout SECONDS", Float, "kill a worker stuck in one request this long (default 30)") { |s| others << ->(c) { c.timeout = s } }
           opts.on("--access-log PATH", "one line per request (- for stdout)") do |path|
             others << ->(c) { c.access_log = (path == "-") ? @out : path }
           end
@@ -64,8 +68,33 @@ module Herd
         raise UsageError, "serve takes one Rack app file, got #{rest.join(" ")}" if rest.size > 1
 
         build(file, rest.first, flags, others)
+      rescue OptionParser::InvalidOption => e
+        raise UsageError, retired_flag(e.args.first) || "serve: #{e.message}"
       rescue OptionParser::ParseError => e
         raise UsageError, "serve: #{e.message}"
+      end
+
+      # Short flags that meant something else once, or mean something else
+      # in Puma or Unicorn: one line saying what to type instead (an error,
+      # not a warning: `-t 16` from a Puma user would otherwise become a
+      # 16-second timeout).
+      RETIRED_FLAGS = {
+        "-t" => "serve: -t is not a flag of herd serve (in Puma it sets threads; a herd worker serves one request at a time, " \
+          "so add workers with -w); for the request timeout write --timeout SECONDS"
+      }.freeze
+
+      def retired_flag(arg)
+        RETIRED_FLAGS.find { |flag, _| arg.to_s == flag || (arg.to_s.start_with?(flag) && !arg.to_s.start_with?("--")) }&.last
+      end
+
+      # `-b HOST` (as `rails server -b`) or Puma's `-b tcp://HOST:PORT` and
+      # `-b unix://PATH`, so that a Puma command line means the same here.
+      def puma_style_bind(bind, flags)
+        case bind
+        when %r{\Atcp://(.+)\z} then flags.listen << $1
+        when %r{\Aunix://(.+)\z} then flags.listen << "unix:#{$1}"
+        else flags.host = bind
+        end
       end
 
       def build(file, rackup, flags, others)

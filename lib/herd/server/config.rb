@@ -2,7 +2,9 @@
 
 require_relative "../errors"
 require_relative "../cpu"
+require_relative "../deprecation"
 require_relative "hooks"
+require_relative "setting"
 require_relative "listener"
 require_relative "out_of_band_gc"
 require_relative "warmup"
@@ -12,16 +14,67 @@ module Herd
     # Everything `herd serve` is told: defaults, then the config file (a Ruby
     # DSL, see docs/CONFIGURATION.md), then command-line flags.
     class Config
-      DEFAULT_LISTEN = "localhost:8080"
+      DEFAULT_LISTEN = "0.0.0.0:8080"
       HTTP_OPTIONS = %i[max_request_line max_header_count max_header_bytes max_body body_spool_threshold
         read_timeout early_hints].freeze
 
+      # The config file's settings, by name, in the order they are checked.
+      # @return [Hash{Symbol => Setting}]
+      SETTINGS = {}
+
+      class << self
+        # Declares a setting: a reader and writer on Config, its default,
+        # its check in {#validate!}, and (unless `dsl: false`) a method of
+        # the same name in the config file. Adding a setting is one line
+        # here plus its check (SettingChecks has the common ones), a row in
+        # docs/CONFIGURATION.md, and a test.
+        # @param name [Symbol]
+        # @param default [Object, #call] a callable is called for each Config
+        # @param check [#call, nil] (name, value); raises ConfigError
+        # @param dsl [Boolean] false when the config file's method has
+        #   another shape, written by hand in {DSL}
+        # @return [void]
+        # @api private
+        def setting(name, default, check = nil, dsl: true)
+          SETTINGS[name] = Setting.new(name, default, check)
+          attr_accessor name
+          DSL.define_method(name) { |value| @config.public_send(:"#{name}=", value) } if dsl
+        end
+      end
+
+      # The methods a config file may call: one per setting (Config.setting
+      # defines them), plus listen, prepare_heap, http and the hooks. The
+      # file's reference is docs/CONFIGURATION.md.
+      # @api private
+      class DSL
+        def initialize(config)
+          @config = config
+        end
+      end
+
+      setting :workers, -> { CPU.count }, SettingChecks.whole(0)
+      setting :timeout, 30, SettingChecks.seconds
+      setting :spawn_timeout, 30, SettingChecks.seconds
+      setting :shutdown_timeout, 30, SettingChecks.seconds
+      setting :refork_after, false, SettingChecks.schedule
+      setting :refork_max_unavailable, 1, SettingChecks.whole(1)
+      setting :out_of_band_gc, OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "100_000")
+      setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
+      setting :rackup, "config.ru"
+      setting :access_log, nil
+      setting :stdout_path, nil
+      setting :stderr_path, nil
+      setting :pidfile, nil
+      # Requests a fresh mold sends its app before forking workers (a Warmup, or nil).
+      setting :warmup, nil, dsl: false
+
       attr_reader :hooks, :listen_specs, :http_options
-      attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
-        :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable, :out_of_band_gc,
-        :stdout_path, :stderr_path, :pidfile
-      # @return [Warmup, nil] requests a fresh mold sends its app before forking workers
-      attr_accessor :warmup
+      # @return [Object, nil] a Rack app given as an object (rackup, rails server) instead of a file
+      attr_accessor :app
+      # @return [IO] where herd's own log goes
+      attr_accessor :log_io
+      # @return [Boolean] the monitor as child subreaper (false: plain preload)
+      attr_accessor :subreaper
       # @return [#call, nil] builds this config again from its sources (HUP)
       attr_accessor :reloader
       # @return [String, nil] the config file read, for the log
@@ -30,23 +83,10 @@ module Herd
       attr_reader :origins
 
       def initialize
-        @rackup = "config.ru"
+        SETTINGS.each_value { |setting| public_send(:"#{setting.name}=", setting.default_value) }
         @app = nil
-        @workers = CPU.count
-        @timeout = 30
-        @spawn_timeout = 30
-        @shutdown_timeout = 30
-        @prepare_heap = true
-        @access_log = nil
         @log_io = $stderr
         @subreaper = true
-        @refork_after = false
-        @refork_max_unavailable = 1
-        @out_of_band_gc = OutOfBandGC::DEFAULT_OBJECTS
-        @stdout_path = nil
-        @stderr_path = nil
-        @pidfile = nil
-        @warmup = nil
         @reloader = nil
         @config_file = nil
         @origins = {}
@@ -101,19 +141,9 @@ module Herd
       end
 
       # @raise [ConfigError] unless every value makes sense
+      # @return [self]
       def validate!
-        whole(:workers, @workers, 0)
-        %i[timeout spawn_timeout shutdown_timeout].each { |name| positive(name, public_send(name)) }
-        schedule = @refork_after.is_a?(Array) && !@refork_after.empty? && @refork_after.all? { |n| n.is_a?(Integer) && n.positive? }
-        unless @refork_after == false || schedule
-          raise ConfigError, "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got #{@refork_after.inspect}"
-        end
-        whole(:refork_max_unavailable, @refork_max_unavailable, 1)
-        budget = @out_of_band_gc == false || (@out_of_band_gc.is_a?(Integer) && @out_of_band_gc.positive?)
-        unless budget
-          raise ConfigError, "out_of_band_gc must be false or a number of allocations > 0, e.g. 100_000; got #{@out_of_band_gc.inspect}"
-        end
-        validate_prepare_heap
+        SETTINGS.each_value { |setting| setting.validate!(public_send(setting.name)) }
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
         end
@@ -134,7 +164,7 @@ module Herd
 
       # A typo names the setting and its line, not the whole Config object.
       def unknown_setting(error, path)
-        settings = DSL.public_instance_methods(false).map(&:to_s)
+        settings = (DSL.public_instance_methods(false) - Hooks::DEPRECATED.keys).map(&:to_s)
         require "did_you_mean"
         guess = DidYouMean::SpellChecker.new(dictionary: settings).correct(error.name.to_s).first
         ConfigError.new("unknown setting `#{error.name}` (#{where(error, path)})" \
@@ -143,42 +173,9 @@ module Herd
         ConfigError.new("unknown setting `#{error.name}` (#{where(error, path)}); see docs/CONFIGURATION.md")
       end
 
-      def validate_prepare_heap
-        return if [true, false].include?(@prepare_heap)
-        raise ConfigError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options" unless @prepare_heap.is_a?(Hash)
-
-        require_relative "../heap"
-        unknown = @prepare_heap.keys - Heap::OPTIONS
-        return if unknown.empty?
-
-        raise ConfigError, "prepare_heap: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
-          "known: #{Heap::OPTIONS.join(", ")}"
-      end
-
-      def whole(name, value, min)
-        return if value.is_a?(Integer) && value >= min
-
-        raise ConfigError, "#{name} must be a whole number >= #{min}, got #{value.inspect}"
-      end
-
-      def positive(name, value)
-        return if value.is_a?(Numeric) && value.positive?
-
-        raise ConfigError, "#{name} must be a number of seconds > 0, got #{value.inspect}"
-      end
-
-      # The methods a config file may call.
+      # The config file's methods whose shape is not `name value`.
       class DSL
-        def initialize(config)
-          @config = config
-        end
-
-        # @param count [Integer] worker processes
-        def workers(count)
-          @config.workers = count
-        end
-
-        # @param address [String, Integer] "host:port", "[::1]:port", port, or "unix:/path"
+        # @param address [String, Integer] "host:port", "[::1]:port", port (every interface), or "unix:/path"
         # @param backlog [Integer] listen(2) backlog (default 1024)
         # @param reuseport [Boolean] SO_REUSEPORT
         # @param umask [Integer] for a UNIX socket's file
@@ -188,70 +185,9 @@ module Herd
           @config.add_listener(address, **options)
         end
 
-        # Seconds one request may take before the monitor SIGKILLs its worker.
-        def timeout(seconds)
-          @config.timeout = seconds
-        end
-
-        # Seconds a new mold or worker may take to say it is ready.
-        def spawn_timeout(seconds)
-          @config.spawn_timeout = seconds
-        end
-
-        # Seconds a graceful stop (QUIT/TERM) waits for in-flight requests.
-        def shutdown_timeout(seconds)
-          @config.shutdown_timeout = seconds
-        end
-
-        # Refork after these request counts per generation (the last repeats),
-        # counted on the busiest worker; false (the default) for USR2 only.
-        def refork_after(counts)
-          @config.refork_after = counts
-        end
-
-        # How many workers a refork may replace at once (default 1).
-        def refork_max_unavailable(count)
-          @config.refork_max_unavailable = count
-        end
-
-        # A worker runs a minor GC between requests once it has allocated
-        # this many objects since its last GC, unless Ruby's own is due
-        # sooner (default 100_000); false leaves GC timing to Ruby alone.
-        # See Herd::Server::OutOfBandGC.
-        def out_of_band_gc(objects)
-          @config.out_of_band_gc = objects
-        end
-
-        # The Rack app file (default config.ru).
-        def rackup(path)
-          @config.rackup = path
-        end
-
         # true (default), false, or Herd::Heap.prepare options, e.g. {compact: true}
         def prepare_heap(value = true, **options)
           @config.prepare_heap = options.empty? ? value : options
-        end
-
-        # An access log: a path, an IO, or nil for none (the default).
-        def access_log(target)
-          @config.access_log = target
-        end
-
-        # Where stdout goes: a file opened for append, reopened on USR1
-        # (logrotate). Default: wherever herd's stdout already goes.
-        def stdout_path(path)
-          @config.stdout_path = path
-        end
-
-        # Where stderr goes, herd's own log included; reopened on USR1.
-        def stderr_path(path)
-          @config.stderr_path = path
-        end
-
-        # A file the monitor writes its pid to (and removes when it stops),
-        # for `kill -USR1 $(cat FILE)` from logrotate or a deploy script.
-        def pidfile(path)
-          @config.pidfile = path
         end
 
         # GET requests a freshly booted mold (at start, after a HUP reload)
@@ -275,6 +211,13 @@ module Herd
 
         Hooks::NAMES.each do |name|
           define_method(name) { |&block| @config.hooks.add(name, block) }
+        end
+
+        Hooks::DEPRECATED.each do |old, new|
+          define_method(old) do |&block|
+            Deprecation.warn("the #{old} hook", new.to_s)
+            @config.hooks.add(new, block)
+          end
         end
       end
     end

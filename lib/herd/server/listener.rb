@@ -8,9 +8,14 @@ module Herd
     # monitor (or inherited from systemd) and shared by every worker.
     class Listener
       DEFAULT_BACKLOG = 1024
+      # Where a port given without a host listens: every IPv4 interface.
+      ANY_HOST = "0.0.0.0"
 
       # What `listen` in the config or `--listen` on the command line says:
-      # "host:port", "[v6]:port", "port", or "unix:/path".
+      # "host:port", "[v6]:port", "port", or "unix:/path". A port alone
+      # binds every IPv4 interface, as in Unicorn and Puma: a config copied
+      # from them means the same here, and a container's published port
+      # reaches the server (docs/CONFIGURATION.md, "Which interfaces").
       Spec = Struct.new(:address, :backlog, :reuseport, :umask, :tcp_nodelay, :tcp_defer_accept, keyword_init: true) do
         # @raise [ConfigError] for options that make no sense
         def validate!
@@ -38,7 +43,7 @@ module Herd
           host, port = if (match = text.match(/\A\[(?<host>[^\]]+)\]:(?<port>\d+)\z/))
             [match[:host], match[:port]]
           elsif text.match?(/\A\d+\z/)
-            ["127.0.0.1", text]
+            [ANY_HOST, text]
           else
             text.split(":", 2).then { |h, p| [h, p] }
           end
@@ -161,6 +166,19 @@ module Herd
         "http://#{host}:#{address.ip_port}"
       end
 
+      # Who can connect, for the boot log: a loopback listener is easy to
+      # mistake for a public one (`docker run -p 8080:8080` reaches nothing).
+      # @return [String] "" or " (...)"
+      def reach
+        address = @socket.local_address
+        return "" if address.unix?
+        return " (loopback only: unreachable from other hosts and through a container's published port)" if address.ipv4_loopback? || address.ipv6_loopback?
+        return " (every interface)" if ["0.0.0.0", "::"].include?(address.ip_address)
+
+        ""
+      end
+
+      # @return [void]
       def close
         path = @socket.local_address.unix_path if unix?
         @socket.close unless @socket.closed?

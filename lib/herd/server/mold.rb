@@ -204,7 +204,7 @@ module Herd
       # thread marked `thread_variable_set(:fork_safe, true)` (the convention
       # Rails and Puma share: ActiveRecord's pool reaper) starts again by
       # itself where it is needed, so it gets no advice; the others are the
-      # app's, which it can start in after_worker_fork. (Either kind still
+      # app's, which it can start in after_fork. (Either kind still
       # keeps this mold from packing its GC page descriptors, which needs no
       # other thread alive: the heap report says so; molds promoted from
       # workers have no other thread.)
@@ -215,7 +215,7 @@ module Herd
 
         names = apps.map { |thread| thread.name || thread.inspect }
         log.info(role, "warning: #{apps.size} thread(s) started at boot (#{names.join(", ")}) will not exist in workers; " \
-          "start them in after_worker_fork, or mark them Thread.current.thread_variable_set(:fork_safe, true) " \
+          "start them in after_fork, or mark them Thread.current.thread_variable_set(:fork_safe, true) " \
           "if they restart themselves")
       end
     end

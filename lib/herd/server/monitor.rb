@@ -105,7 +105,7 @@ module Herd
         fds = Systemd.listen_fds
         listeners = fds.empty? ? @config.listeners.map { |spec| Listener.bind(spec) } : fds.map { |fd| Listener.inherit(fd) }
         how = fds.empty? ? "listening on" : "listening (systemd socket) on"
-        listeners.each { |listener| @log.info(ROLE, "#{how} #{listener}") }
+        listeners.each { |listener| @log.info(ROLE, "#{how} #{listener}#{listener.reach}") }
         listeners
       end
 

@@ -18,7 +18,7 @@ module Herd
     #   flags replace the file's and PORT's; they never add to them.
     class SettingsSources
       CONVENTIONAL_FILE = "config/herd.rb"
-      PORT_HOST = "0.0.0.0"
+      PORT_HOST = Listener::ANY_HOST
       DEFAULT_PORT = 8080
 
       # @param file [String, nil] the config file named by the user
@@ -75,7 +75,7 @@ module Herd
         listen = flags.listen.dup
         if flags.port || flags.host
           port = flags.port || present("PORT") || first_port(config) || DEFAULT_PORT
-          listen << "#{bracketed(flags.host || "localhost")}:#{port}"
+          listen << "#{bracketed(flags.host || Listener::ANY_HOST)}:#{port}"
         end
         return if listen.empty?
 
@@ -101,7 +101,7 @@ module Herd
     # What a command line (or rackup's options) said about the settings
     # that several sources can give. `fallback_listen` is a launcher's own
     # default (rackup's localhost:9292, rails server's :3000): below the
-    # file and the environment, above herd's localhost:8080.
+    # file and the environment, above herd's 0.0.0.0:8080.
     Flags = Struct.new(:workers, :listen, :port, :host, :fallback_listen, keyword_init: true) do
       def initialize(workers: nil, listen: [], port: nil, host: nil, fallback_listen: nil)
         super

@@ -47,7 +47,7 @@ module Herd
         # First, so that the monitor can kill us if what follows hangs.
         @link.send_message([:hello, Process.pid, @info.number, @info.generation])
         ForkSafety.on_unsafe { |reason| @link.send_message([:fork_unsafe, reason]) }
-        hooks.run(:after_worker_fork, log, role, @context, @info)
+        hooks.run(:after_fork, log, role, @context, @info)
         @handler = HTTP::Handler.new(@app, HTTP::Options.new(**config.http_options))
         @on_request = method(:report_busy) # made once: a block would be a new Proc per request
         @request_hooks = hooks.any?(:after_request_complete)

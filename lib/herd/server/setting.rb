@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+require_relative "../errors"
+
+module Herd
+  module Server
+    # One setting of the config file: its name, its default, and the check
+    # its value must pass ({Config.setting} declares them).
+    # @api private
+    Setting = Struct.new(:name, :default, :check) do
+      # @return [Object] the default (a callable default is called, so each
+      #   Config gets its own, e.g. the CPU count read then)
+      def default_value
+        default.respond_to?(:call) ? default.call : default
+      end
+
+      # @raise [ConfigError] unless the value passes the check
+      def validate!(value)
+        check&.call(name, value)
+      end
+    end
+
+    # The checks settings share; each takes (name, value) and raises
+    # {ConfigError} with a message saying what the setting takes.
+    # @api private
+    module SettingChecks
+      module_function
+
+      # @return [Proc] a whole number >= min
+      def whole(min)
+        lambda do |name, value|
+          return if value.is_a?(Integer) && value >= min
+
+          raise ConfigError, "#{name} must be a whole number >= #{min}, got #{value.inspect}"
+        end
+      end
+
+      # @return [Proc] a number of seconds > 0
+      def seconds
+        lambda do |name, value|
+          return if value.is_a?(Numeric) && value.positive?
+
+          raise ConfigError, "#{name} must be a number of seconds > 0, got #{value.inspect}"
+        end
+      end
+
+      # @param example [String] shown in the message
+      # @param what [String] what the number counts
+      # @return [Proc] false, or a whole number > 0
+      def off_or_count(what, example)
+        lambda do |name, value|
+          return if value == false || (value.is_a?(Integer) && value.positive?)
+
+          raise ConfigError, "#{name} must be false or a number of #{what} > 0, e.g. #{example}; got #{value.inspect}"
+        end
+      end
+
+      # @return [Proc] false, or a non-empty list of whole numbers > 0
+      def schedule
+        lambda do |name, value|
+          return if value == false
+          return if value.is_a?(Array) && !value.empty? && value.all? { |n| n.is_a?(Integer) && n.positive? }
+
+          raise ConfigError, "#{name} must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got #{value.inspect}"
+        end
+      end
+
+      # @return [Proc] true, false, or a Hash of Herd::Heap.prepare options
+      def heap_options
+        lambda do |name, value|
+          return if [true, false].include?(value)
+          raise ConfigError, "#{name}: true, false or a Hash of Herd::Heap.prepare options" unless value.is_a?(Hash)
+
+          require_relative "../heap"
+          unknown = value.keys - Heap::OPTIONS
+          return if unknown.empty?
+
+          raise ConfigError, "#{name}: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
+            "known: #{Heap::OPTIONS.join(", ")}"
+        end
+      end
+    end
+  end
+end
