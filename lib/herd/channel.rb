@@ -9,6 +9,7 @@ module Herd
   # any size cross and the reader never parses a partial object. Reading is
   # buffered and non-blocking ({#read_ready}), so one thread can serve many
   # channels with IO.select; {#receive} blocks for the simple side (a worker).
+  # @api private
   class Channel
     HEADER = 4
     READ_SIZE = 1 << 16

@@ -9,6 +9,7 @@ module Herd
   #
   # Errors are one line on stderr, exit 1 (usage errors exit 2); `--debug`
   # anywhere on the line adds the backtrace.
+  # @api private
   class CLI
     COMMANDS = {
       "serve" => ["herd/cli/serve", "Serve", "run a Rack app: monitor, mold and workers (herd serve config.ru)"],

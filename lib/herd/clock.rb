@@ -2,6 +2,7 @@
 
 module Herd
   # Monotonic seconds: deadlines and durations never jump with the wall clock.
+  # @api private
   module Clock
     # @return [Float]
     def self.now

@@ -33,11 +33,16 @@ module Herd
       # @return [String, nil] why this process is not fork safe
       attr_reader :reason
 
-      # @api private — the server's worker learns of it at once
+      # The server's worker learns of it at once
+
+      # @api private
       def on_unsafe(&block)
         @listeners << block
       end
 
+      # @param io [IO] kept open through close_all_ios!
+      # @return [IO]
+      # @api private
       def keep_io(io)
         @kept[io.fileno] = true
         io
@@ -79,7 +84,9 @@ module Herd
         end
       end
 
-      # @api private — the fork hook waits here
+      # The fork hook waits here
+
+      # @api private
       def around_fork(&block)
         raise Error, "fork called inside Herd.prevent_fork; move the fork out of the block" if @lock.mon_owned?
 

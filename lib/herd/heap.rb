@@ -112,6 +112,8 @@ module Herd
     # a child that allocates there copies it, but gets that many slots for
     # the copy, about what a fresh page would cost it.
     SPARSE_PAGE = 0.75
+    # Bytes of one object slot in Ruby's heap.
+    # @api private
     SLOT_SIZE = GC::INTERNAL_CONSTANTS.fetch(:RVALUE_SIZE, 40)
     # Stop promoting once young objects are at most this share of live ones.
     DEFAULT_YOUNG_RATIO = 0.01

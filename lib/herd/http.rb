@@ -22,6 +22,7 @@ module Herd
   # The HTTP/1.1 layer of `herd serve`: everything that happens on one
   # accepted client socket. {Herd::HTTP::Handler} is the entry point; see
   # docs/HTTP.md for what is accepted and refused and why.
+  # @api private
   module HTTP
   end
 end

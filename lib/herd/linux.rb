@@ -6,6 +6,7 @@ module Herd
   # The few Linux system calls herd needs that Ruby does not expose, through
   # Fiddle (no C extension to build). Every method is a no-op returning false
   # where the call is unavailable (not Linux, no libc symbol).
+  # @api private
   module Linux
     PR_SET_PDEATHSIG = 1
     PR_SET_CHILD_SUBREAPER = 36

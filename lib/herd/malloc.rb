@@ -24,6 +24,7 @@ module Herd
   # glibc only (the main arena, which the main thread uses); elsewhere, or
   # with another allocator preloaded (jemalloc, tcmalloc), {.available?} is
   # false, {.unsupported} says why, and every method does nothing.
+  # @api private
   module Malloc
     # What {.seal_free_chunks} did.
     # @!attribute chunks
@@ -132,7 +133,9 @@ module Herd
         Sealed.new(chunks: 0, bytes: 0, released: 0, skipped: reason)
       end
 
-      # @api private — frees every address (what {Sealed#unseal} holds)
+      # Frees every address (what {Sealed#unseal} holds)
+
+      # @api private
       # @return [Integer] how many
       def free_all(addresses)
         return 0 unless available?

@@ -15,6 +15,8 @@ module Herd
   #   Herd::Memory.sample.pss                 # this process, bytes
   #   puts Herd::Memory.tree(master_pid).to_table
   module Memory
+    # Where the process tree is read from (tests point it at fixtures).
+    # @api private
     PROC_ROOT = "/proc"
 
     class << self

@@ -27,6 +27,7 @@ module Herd
   # is written. Otherwise it does nothing and says why. Ruby 3.2 and later
   # use 64 KiB object pages (four times fewer descriptors) and are left as
   # they are.
+  # @api private
   module PageDescriptors
     # What {.pack} did.
     # @!attribute descriptors

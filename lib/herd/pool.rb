@@ -36,6 +36,8 @@ module Herd
   # Items are marshalled to the workers and results back. A pool serves one
   # call at a time.
   class Pool
+    # The worker class of each kind.
+    # @api private
     WORKER_CLASSES = {process: ProcessWorker, thread: ThreadWorker, inline: InlineWorker}.freeze
     # Seconds a worker halted mid-job gets to act on TERM (its handler runs
     # at Ruby's next interrupt check) before KILL.
@@ -56,7 +58,9 @@ module Herd
         guarded(-> { new(job: job, **options) }, &block)
       end
 
-      # @api private — makes a pool with `make`, yields it and closes it.
+      # Makes a pool with `make`, yields it and closes it.
+
+      # @api private
       # Interrupts (Ctrl-C, TERM, Timeout) are held back everywhere but
       # inside the work itself, so a signal landing between the making and
       # the block, or during the cleanup, cannot leave a worker running, a
@@ -74,7 +78,9 @@ module Herd
         end
       end
 
-      # @api private — Herd.map and friends: workers that read items from
+      # Herd.map and friends: workers that read items from
+
+      # @api private
       # their own copy of `source` and are thrown away after one call.
       def disposable(source, job, options)
         size = options[:threads] || options.fetch(:processes) { CPU.count }
@@ -189,7 +195,9 @@ module Herd
       @closed ? true : false
     end
 
-    # @api private — used by {Herd.map} and friends with their own Source
+    # Used by {Herd.map} and friends with their own Source
+
+    # @api private
     def run_source(source, operation, with_index, options)
       settings = RunSettings.build(**options)
       @lock.synchronize do
@@ -198,7 +206,9 @@ module Herd
       end
     end
 
-    # @api private — the rest is the Run's view of the pool
+    # The rest is the Run's view of the pool
+
+    # @api private
     attr_reader :scoreboard
 
     # @api private
@@ -211,7 +221,9 @@ module Herd
       @workers.reject { |worker| inflight.key?(worker) }
     end
 
-    # @api private — items a worker may still take before it is recycled
+    # Items a worker may still take before it is recycled
+
+    # @api private
     def quota(worker)
       max = @settings.max_items_per_worker
       max ? [max - @served[worker.number], 1].max : Float::INFINITY
@@ -228,7 +240,9 @@ module Herd
       replace(worker)
     end
 
-    # @api private — a fresh worker in a dead or retired one's place
+    # A fresh worker in a dead or retired one's place
+
+    # @api private
     def replace(worker)
       return if kind == :inline || @closed || !@workers[worker.number].equal?(worker)
 
@@ -239,7 +253,9 @@ module Herd
       spawn(worker.number)
     end
 
-    # @api private — ends these workers now, when a disposable pool's run
+    # Ends these workers now, when a disposable pool's run
+
+    # @api private
     # no longer needs them: TERM, so that they flush what their jobs
     # wrote to stdout, then KILL for any still running after {STOP_GRACE}.
     def halt(workers)

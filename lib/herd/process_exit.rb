@@ -8,6 +8,7 @@ module Herd
   # buffers it, and a process ending with a bare `exit!` drops the lines it
   # had not flushed yet. Every exit path of a mold, a server worker or a pool
   # worker goes through one of the two methods below.
+  # @api private
   module ProcessExit
     module_function
 

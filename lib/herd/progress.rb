@@ -3,6 +3,7 @@
 module Herd
   # A progress bar with rate and ETA (ruby-progressbar) on a terminal; nothing
   # elsewhere unless forced, so logs and CI output stay clean.
+  # @api private
   module Progress
     # Used when progress is off.
     class Null

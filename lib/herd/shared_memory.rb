@@ -7,6 +7,7 @@ module Herd
   # Fiddle): memory that a parent and the children it forks afterwards all see,
   # so a child can publish a number with a plain memory write — no syscall,
   # no message — and the parent can read it even after the child died.
+  # @api private
   class SharedMemory
     PROT_READ_WRITE = 0x1 | 0x2
     MAP_SHARED_ANONYMOUS = 0x01 | (RUBY_PLATFORM.include?("darwin") ? 0x1000 : 0x20)

@@ -6,6 +6,7 @@ module Herd
     #
     # Processes come and go while we read: one that exits mid-read is left
     # out, never an error.
+    # @api private
     class ProcessTree
       # @param proc_root [String] where procfs is mounted; tests point it at a fake tree
       def initialize(proc_root: "/proc")

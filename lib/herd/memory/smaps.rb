@@ -7,6 +7,7 @@ module Herd
   module Memory
     # Reads and parses /proc/PID/smaps_rollup, or /proc/PID/smaps on kernels
     # older than 4.14, which have no rollup.
+    # @api private
     module Smaps
       # smaps keys → {Sample} fields. Everything else (Referenced, Locked,
       # VmFlags, THPeligible...) is ignored.

@@ -3,6 +3,7 @@
 module Herd
   module Memory
     # Renders a {Report} as an smem-like text table.
+    # @api private
     class Table
       HEADERS = ["PID", "RSS", "PSS", "USS", "SHARED", "PRIV DIRTY", "SHARED%", "TITLE"].freeze
       # Title width when the terminal width is unknown (output to a pipe).

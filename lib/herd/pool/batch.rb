@@ -4,6 +4,7 @@ module Herd
   class Pool
     # One batch in flight on one worker. Workers answer the items of a batch
     # in order, so the answered ones are always a prefix of {#pairs}.
+    # @api private
     class Batch
       attr_reader :pairs, :sent_at
       attr_accessor :answered, :progress_at, :seen_started

@@ -10,6 +10,7 @@ module Herd
     # So: start with one item, measure the time per item as seen from the
     # parent (round trip included), and aim for batches of about
     # {TARGET_SECONDS}, never more than an even share of what remains.
+    # @api private
     class ChunkSizer
       TARGET_SECONDS = 0.01
       MAX = 4096

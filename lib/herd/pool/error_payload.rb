@@ -9,6 +9,7 @@ module Herd
     # whose class the parent does not know. So each exception travels both
     # marshalled and as text, with its cause chain alongside; the parent uses
     # the marshalled form when it loads and {RemoteError} otherwise.
+    # @api private
     module ErrorPayload
       MAX_CAUSES = 5
 

@@ -6,6 +6,7 @@ module Herd
   class Pool
     # `processes: 0`: the caller runs every batch itself, serially, through the
     # same worker loop and error handling — for tests and debuggers.
+    # @api private
     class InlineWorker
       attr_reader :number
       # A worker in the caller's own thread cannot be killed from outside, so

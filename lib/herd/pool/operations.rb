@@ -5,6 +5,7 @@ module Herd
     # What a run does with each result, and what it returns: one small class
     # per Enumerable method. {#accept} returns :stop when the answer is known
     # early (any?, all?).
+    # @api private
     module Operations
       # Results in input order.
       class Map

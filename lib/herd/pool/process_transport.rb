@@ -8,6 +8,7 @@ module Herd
     # The worker process's end of its channel: results go out marshalled, with
     # exceptions as {ErrorPayload}s and unmarshallable results replaced by a
     # note, so one bad value costs its item, never the worker.
+    # @api private
     class ProcessTransport
       def initialize(channel)
         @channel = channel

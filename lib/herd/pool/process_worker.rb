@@ -10,6 +10,7 @@ require_relative "worker_loop"
 module Herd
   class Pool
     # The parent's handle on one worker process.
+    # @api private
     class ProcessWorker
       # How a worker ends on TERM: its handler flushes stdout and exits with
       # the status a shell gives a process killed by that signal.

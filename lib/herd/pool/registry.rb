@@ -4,6 +4,7 @@ module Herd
   class Pool
     # Pools still open when the program exits are closed then, so no worker
     # outlives its parent even when the caller forgot #close.
+    # @api private
     module Registry
       @pools = {}
       @lock = Mutex.new

@@ -13,6 +13,7 @@ module Herd
     # dead worker, a stuck item — into an error that says which item and
     # which worker, or into a retry. One thread, one IO.select, no helper
     # threads.
+    # @api private
     class Run
       # How often to look at the scoreboard when items have a timeout, and how
       # often to poll an empty Queue source.

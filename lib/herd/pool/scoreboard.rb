@@ -11,6 +11,7 @@ module Herd
     # For process workers it lives in shared memory, so the parent still knows
     # which item a worker was on after the worker died. Threads (and systems
     # without mmap) use an ordinary array: same interface.
+    # @api private
     class Scoreboard
       FIELDS = 3 # current item index (-1: idle), items started, cancel flag
       IDLE = -1

@@ -5,6 +5,7 @@ require_relative "../cpu"
 module Herd
   class Pool
     # Validates options once, with errors that name the option and what it takes.
+    # @api private
     module Validate
       module_function
 
@@ -36,6 +37,7 @@ module Herd
     end
 
     # How a pool is made: worker kind and count, lifecycle hooks.
+    # @api private
     PoolSettings = Struct.new(:processes, :threads, :before_fork, :after_fork, :run_at_exit, :prepare_heap,
       :max_items_per_worker, :shutdown_timeout, keyword_init: true) do
       def self.build(processes: nil, threads: nil, before_fork: nil, after_fork: nil, run_at_exit: false,
@@ -67,6 +69,7 @@ module Herd
     end
 
     # How one call runs: batching, timeouts, retries, progress, callbacks.
+    # @api private
     RunSettings = Struct.new(:chunk_size, :timeout, :on_timeout, :retries, :progress, :start, :finish,
       keyword_init: true) do
       def self.build(chunk_size: nil, timeout: nil, on_timeout: :raise, retries: 0, progress: false, start: nil, finish: nil)
@@ -82,7 +85,9 @@ module Herd
       end
     end
 
+    # The options of a pool ({Pool#initialize}).
     POOL_OPTIONS = PoolSettings.members.freeze
+    # The options of one call (map, each, ...).
     RUN_OPTIONS = RunSettings.members.freeze
 
     # Splits one options hash into pool and run options, refusing unknown keys.

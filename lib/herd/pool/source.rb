@@ -10,6 +10,7 @@ module Herd
     # enumerable (lazy and endless enumerators included) one item at a time,
     # a Queue until it is closed and empty, a lambda until it returns
     # {Herd::Stop}. Items handed back for a retry come out first.
+    # @api private
     class Source
       # @return [Source]
       def self.for(object)

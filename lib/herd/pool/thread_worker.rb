@@ -7,6 +7,7 @@ module Herd
     # A worker thread with the interface of {ProcessWorker}: batches go in
     # through a queue, results come out through another, and a pipe wakes the
     # parent's IO.select so threads and processes share one event loop.
+    # @api private
     class ThreadWorker
       # The in-thread side of the queues.
       class Transport

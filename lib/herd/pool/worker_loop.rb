@@ -14,6 +14,7 @@ module Herd
     # the source) and `[:stop]`. Out: `[:results, run_id, entries, done]`, an
     # entry being `[index, status, value]` with status :ok, :error, :break or
     # :unserializable.
+    # @api private
     class WorkerLoop
       TIMEOUT_MESSAGE = "herd item timeout"
       # @param job [#call] the pool's job, called with (item) or (item, index)

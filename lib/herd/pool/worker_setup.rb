@@ -6,6 +6,7 @@ module Herd
   class Pool
     # What every worker of one pool shares: the job, where items come from,
     # the scoreboard, and what to run when a worker starts and ends.
+    # @api private
     class WorkerSetup
       attr_reader :job, :resolver, :scoreboard
 

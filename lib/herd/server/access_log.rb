@@ -4,6 +4,7 @@ module Herd
   module Server
     # One line per request, in a format log tools know (Common Log Format
     # plus the duration): 127.0.0.1 - - [21/Nov/2026:08:00:00 +0000] "GET /x HTTP/1.1" 200 12 0.0012
+    # @api private
     class AccessLog
       # @param target [String, IO, nil] a path (opened for append in each worker), an IO, or nil
       # @return [AccessLog, nil]

@@ -8,6 +8,7 @@ module Herd
     # The HTTP layer (and Rack with it) and herd's public API are loaded here
     # too, so the monitor stays small (bench/cow: monitor PSS) and the
     # workers share them with the mold.
+    # @api private
     module AppLoader
       # @return [#call]
       # @raise [ConfigError] when the file is missing; anything the app raises propagates

@@ -5,6 +5,7 @@ module Herd
     # A pause that doubles with each failure in a row, up to a ceiling: a
     # crash loop must not become a fork bomb, and one failure must not keep
     # the server waiting long.
+    # @api private
     class Backoff
       attr_reader :failures
 

@@ -15,6 +15,7 @@ module Herd
     # - QUIT: a graceful stop, seen between requests.
     # - USR1: reopen the log files, between requests.
     # - TTIN, TTOU, USR2, HUP, WINCH: the monitor's; noted, logged, ignored.
+    # @api private
     class ChildSignals
       QUEUED = %w[QUIT USR1 TTIN TTOU USR2 HUP WINCH].freeze
       IMMEDIATE = %w[TERM INT].freeze

@@ -3,6 +3,7 @@
 module Herd
   module Server
     # The monitor's view of one child process.
+    # @api private
     Child = Struct.new(:role, :number, :generation, :pid, :link, :state, :spawned_at, :busy_since, :busy_with,
       :requests, :fork_unsafe, keyword_init: true) do
       def worker?
@@ -24,6 +25,7 @@ module Herd
     end
 
     # Every child the monitor knows, by link and by pid.
+    # @api private
     class Children
       include Enumerable
 

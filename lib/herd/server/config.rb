@@ -14,7 +14,10 @@ module Herd
     # Everything `herd serve` is told: defaults, then the config file (a Ruby
     # DSL, see docs/CONFIGURATION.md), then command-line flags.
     class Config
+      # Where a server listens when nothing says: every interface, as
+      # Unicorn and Puma (docs/CONFIGURATION.md, "Which interfaces").
       DEFAULT_LISTEN = "0.0.0.0:8080"
+      # The keywords of `http` in the config file.
       HTTP_OPTIONS = %i[max_request_line max_header_count max_header_bytes max_body body_spool_threshold
         read_timeout early_hints].freeze
 
@@ -117,6 +120,10 @@ module Herd
         @listen_specs.empty? ? [Listener::Spec.new(address: DEFAULT_LISTEN)] : @listen_specs
       end
 
+      # Adds a listener (the config file's `listen`).
+      # @param address [String, Integer] see {DSL#listen}
+      # @raise [ConfigError] for an address or option that makes no sense
+      # @return [void]
       def add_listener(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true, tcp_defer_accept: false)
         spec = Listener::Spec.new(address: address.to_s, backlog: backlog, reuseport: reuseport, umask: umask,
           tcp_nodelay: tcp_nodelay, tcp_defer_accept: tcp_defer_accept)

@@ -15,6 +15,7 @@ module Herd
     # Built in for ActiveRecord (the one ORM every Rails app has); others go
     # in the `before_promotion` hook (docs/FORK_SAFETY.md). HERD_RELEASE_CONNECTIONS=0
     # turns this off.
+    # @api private
     module ConnectionRelease
       SWITCH_ENV = "HERD_RELEASE_CONNECTIONS"
 

@@ -9,6 +9,7 @@ module Herd
 
     # What hooks receive as `worker`.
     WorkerInfo = Struct.new(:number, :generation, :pid, :requests, keyword_init: true) do
+      # @return [String] "worker 0 (gen 1)", as the log names it
       def to_s
         "worker #{number} (gen #{generation})"
       end
@@ -16,6 +17,7 @@ module Herd
 
     # What hooks receive as `mold`.
     MoldInfo = Struct.new(:generation, :pid, keyword_init: true) do
+      # @return [String] "mold (gen 1)", as the log names it
       def to_s
         "mold (gen #{generation})"
       end

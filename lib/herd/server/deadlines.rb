@@ -8,6 +8,7 @@ module Herd
     # The monitor's clocks: a request past `timeout`, a child not ready
     # within `spawn_timeout`, a stop past its grace period. Each ends with
     # SIGKILL: a process past its deadline is not trusted to leave by itself.
+    # @api private
     class Deadlines
       include MonitorPart
 

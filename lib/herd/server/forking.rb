@@ -11,6 +11,7 @@ module Herd
     # signal landing before the child set its own handlers must not run the
     # parent's code in the child), and without the fork hook's heap
     # preparation (the mold prepared its heap at boot).
+    # @api private
     module Forking
       module_function
 

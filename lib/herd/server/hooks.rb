@@ -17,7 +17,9 @@ module Herd
         @blocks = Hash.new { |hash, name| hash[name] = [] }
       end
 
-      # @api private — the config DSL
+      # The config DSL
+
+      # @api private
       def add(name, block)
         raise ArgumentError, "unknown hook #{name.inspect}; hooks: #{NAMES.join(", ")}" unless NAMES.include?(name)
         raise ArgumentError, "#{name} needs a block" unless block

@@ -27,6 +27,7 @@ module Herd
     # `--no-subreaper` (the monitor loads the app itself), off Linux, in a
     # Ruby started without RubyGems, or when `RUBYOPT` requires more than
     # `bundler/setup` (those libraries may need RubyGems).
+    # @api private
     module LeanMonitor
       BOOT_ENV = "HERD_LEAN_MONITOR_BOOT"
       SWITCH_ENV = "HERD_LEAN_MONITOR"

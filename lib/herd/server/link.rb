@@ -8,6 +8,7 @@ module Herd
     # a worker): small Marshal'd messages, one per SOCK_SEQPACKET packet, so
     # no framing and no partial reads; an IO can ride along with a message
     # (SCM_RIGHTS), which is how a worker's end reaches the mold that forks it.
+    # @api private
     class Link
       MAX_PACKET = 64 * 1024
 

@@ -6,6 +6,7 @@ module Herd
   module Server
     # A listening socket: TCP (IPv4 or IPv6) or a UNIX socket, bound by the
     # monitor (or inherited from systemd) and shared by every worker.
+    # @api private
     class Listener
       DEFAULT_BACKLOG = 1024
       # Where a port given without a host listens: every IPv4 interface.

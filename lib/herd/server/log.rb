@@ -4,6 +4,7 @@ module Herd
   module Server
     # One line per lifecycle event, on stderr by default:
     #   2026-11-21T08:00:00.123Z herd[1234] monitor: worker 0 (gen 0) spawned as pid 1240
+    # @api private
     class Log
       def initialize(io = $stderr)
         @io = io

@@ -18,6 +18,7 @@ module Herd
     # requests. What is reopened: the two configured streams, and every
     # File opened for append and written synchronously (a Rails log, an
     # access log) whose path now names another file or none.
+    # @api private
     module LogFiles
       APPEND = File::WRONLY | File::APPEND
 

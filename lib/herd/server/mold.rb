@@ -19,6 +19,7 @@ module Herd
     # monitor asks. In a separate process under a subreaper (Linux), it forks
     # each worker by double fork so the worker becomes the monitor's child;
     # without one, the monitor plays this role itself and forks directly.
+    # @api private
     class Mold
       include RoleAccessors
 

@@ -33,6 +33,7 @@ module Herd
     # - Recovery: pauses after failures; Deadlines: timeouts and SIGKILL
     # - MonitorSignals: what each signal means; MonitorReaping: deaths
     # - Protocol: every message between the monitor and its children
+    # @api private
     class Monitor
       include MonitorReaping
       include MonitorSignals

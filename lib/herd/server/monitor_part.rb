@@ -5,6 +5,7 @@ module Herd
     # What the monitor's parts (Rollout, Deadlines) read from the context
     # they share with it: its config may be replaced by a reload, so it is
     # read each time, never kept.
+    # @api private
     module MonitorPart
       private
 

@@ -6,6 +6,7 @@ module Herd
     # not: it may be PID 1 in a container), and each death is logged with
     # what it means: a worker replaced, a refork failed, a mold to replace
     # or a boot to retry.
+    # @api private
     module MonitorReaping
       private
 

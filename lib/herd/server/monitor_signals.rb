@@ -12,6 +12,7 @@ module Herd
     # stray signal is logged and ignored, never a silent death of the whole
     # server. (SIGKILL and SIGSTOP cannot be caught; SEGV, BUS, ILL, FPE and
     # VTALRM are Ruby's own.)
+    # @api private
     module MonitorSignals
       # Caught and logged, nothing else: their default action is to terminate.
       IGNORED = %w[ALRM PROF IO PWR XCPU XFSZ].freeze

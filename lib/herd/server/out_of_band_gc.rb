@@ -18,6 +18,7 @@ module Herd
     # pays for a GC it would not have run. (Room counts free slots and
     # the pages Ruby may still add without a GC: garbage in new pages is
     # no copy, but it is memory all the same.)
+    # @api private
     class OutOfBandGC
       # Allocations between two GCs by default: about 4 MiB of garbage
       # slots per worker (5 with the request that crosses the budget). On

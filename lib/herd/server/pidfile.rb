@@ -7,6 +7,7 @@ module Herd
     # The monitor's pid in a file, for scripts and for logrotate's
     # `kill -USR1 $(cat ...)`: one server, never every herd on the machine
     # as `pkill -f "herd monitor"` would.
+    # @api private
     class Pidfile
       # Writes our pid (atomically: a reader never sees an empty file).
       # @raise [ConfigError] when the file names another live process

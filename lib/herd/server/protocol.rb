@@ -5,6 +5,7 @@ module Herd
     # Every message on a Link, who sends it and its fields: the one place to
     # look when a message is added. A message is an Array, its name first.
     # (test/server/protocol_test.rb checks that the code sends no other.)
+    # @api private
     module Protocol
       # Sent by the monitor.
       FROM_MONITOR = {

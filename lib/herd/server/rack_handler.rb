@@ -9,6 +9,7 @@ module Herd
     # already loaded by then (in the process that becomes the monitor), so
     # the mold uses it as is instead of reading config.ru; for the full
     # model (a monitor that never loads the app) run `herd serve`.
+    # @api private
     module RackHandler
       # rackup's defaults: a Port or Host equal to these was not chosen by
       # the user (rackup does not say; Rails does, in :user_supplied_options).

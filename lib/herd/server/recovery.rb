@@ -10,6 +10,7 @@ module Herd
     # after booting, a worker that died before it was ready. Each waits a
     # pause that grows while the failures go on; workers keep serving
     # meanwhile.
+    # @api private
     class Recovery
       MAX_BOOT_FAILURES = 3
 

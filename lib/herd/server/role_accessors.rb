@@ -3,6 +3,7 @@
 module Herd
   module Server
     # What a mold and a worker both read from their @info and @context.
+    # @api private
     module RoleAccessors
       private
 

@@ -23,6 +23,7 @@ module Herd
     # A new mold that fails leaves the current generation serving; a failed
     # refork is retried after a growing pause, a failed reload is not (the
     # next HUP tries again).
+    # @api private
     class Rollout
       include MonitorPart
 

@@ -19,6 +19,7 @@ module Herd
     # layout moves them. bench/cow/gc_ratio_cpu.rb found no CPU cost: the
     # same GC count, and less GC time where the heap is larger (fewer pages
     # to sweep).
+    # @api private
     module RubyGCDefaults
       DEFAULTS = {"RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.25"}.freeze
 

@@ -13,6 +13,7 @@ module Herd
     # It has a fixed number of slots (allocated before the first fork); a
     # worker numbered beyond them reports over its link instead, so TTIN has
     # no upper bound.
+    # @api private
     class Scoreboard
       # Per slot: started (µs, 0 when idle), label length, requests, label.
       SLOT_BYTES = 256

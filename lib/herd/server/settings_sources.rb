@@ -16,6 +16,7 @@ module Herd
     #   sets it expects) and `WEB_CONCURRENCY` (workers).
     # - Flags: `-w`, `-l` (repeatable), `-p` and `-b`. Listeners given by
     #   flags replace the file's and PORT's; they never add to them.
+    # @api private
     class SettingsSources
       CONVENTIONAL_FILE = "config/herd.rb"
       PORT_HOST = Listener::ANY_HOST
@@ -102,6 +103,7 @@ module Herd
     # that several sources can give. `fallback_listen` is a launcher's own
     # default (rackup's localhost:9292, rails server's :3000): below the
     # file and the environment, above herd's 0.0.0.0:8080.
+    # @api private
     Flags = Struct.new(:workers, :listen, :port, :host, :fallback_listen, keyword_init: true) do
       def initialize(workers: nil, listen: [], port: nil, host: nil, fallback_listen: nil)
         super

@@ -5,6 +5,7 @@ module Herd
     # Signals become entries in a queue and a byte in a pipe, so the
     # monitor's one IO.select wakes up for them and handles them in its own
     # loop, never inside a trap handler.
+    # @api private
     class SignalQueue
       def initialize(signals)
         @reader, @writer = IO.pipe

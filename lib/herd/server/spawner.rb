@@ -12,6 +12,7 @@ module Herd
     # loads config.ru, so it runs the code on disk now), and workers, which
     # the current mold forks on request (or the monitor itself, when it
     # loaded the app because there is no subreaper).
+    # @api private
     class Spawner
       # @param children [Children]
       # @param context [Context]

@@ -6,6 +6,7 @@ module Herd
   module Server
     # systemd integration without libsystemd: socket activation (LISTEN_FDS)
     # and readiness notification (sd_notify over NOTIFY_SOCKET).
+    # @api private
     module Systemd
       FIRST_FD = 3
 

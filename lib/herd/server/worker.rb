@@ -17,6 +17,7 @@ module Herd
     # A worker process: accepts connections and serves one request at a time.
     # Control messages from the monitor (soft signals) are read between
     # requests, so a request is never interrupted by them.
+    # @api private
     class Worker
       include RoleAccessors
 

@@ -7,6 +7,7 @@ module Herd
     # What the monitor knows of a worker's requests: from the shared
     # scoreboard when the worker has a slot (no message per request), from
     # what its link said otherwise.
+    # @api private
     class Workload
       # @param scoreboard [Scoreboard, nil]
       def initialize(scoreboard)
