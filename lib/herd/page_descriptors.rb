@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "clock"
 require_relative "malloc"
 require_relative "page_descriptors/layout"
 require_relative "page_descriptors/raw_memory"
@@ -160,7 +161,7 @@ module Herd
       end
 
       def clock
-        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        Clock.now
       end
     end
   end

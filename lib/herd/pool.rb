@@ -91,21 +91,24 @@ module Herd
     end
 
     # @param job [#call] run in the workers with (item) or (item, index)
-    # @param processes [Integer] worker processes (default: the CPUs this
-    #   process may use, HERD_PROCESSES overrides); 0 runs inline, serially
-    # @param threads [Integer] worker threads instead of processes
-    # @param before_fork [#call] run in the parent before each worker process
-    #   is forked (replacements included), with the worker's number if it
-    #   takes an argument: close what workers must not inherit
-    # @param after_fork [#call] run in each new worker with its number (reconnect here)
-    # @param run_at_exit [Boolean] let workers run at_exit hooks when they exit
-    # @param prepare_heap [Boolean, Hash] {Heap.prepare} (with these options)
-    #   once before forking, so workers keep the parent's pages shared;
+    # @param resolver [#call, nil] internal: Herd.map's items by position
+    # @param disposable [Boolean] internal: Herd.map's one-call pools
+    # @param options [Hash] how the pool is made
+    # @option options [Integer] :processes worker processes (default: the CPUs
+    #   this process may use, HERD_PROCESSES overrides); 0 runs inline, serially
+    # @option options [Integer] :threads worker threads instead of processes
+    # @option options [#call] :before_fork run in the parent before each worker
+    #   process is forked (replacements included), with the worker's number if
+    #   it takes an argument: close what workers must not inherit
+    # @option options [#call] :after_fork run in each new worker with its number (reconnect here)
+    # @option options [Boolean] :run_at_exit let workers run at_exit hooks when they exit
+    # @option options [Boolean, Hash] :prepare_heap {Heap.prepare} (with these
+    #   options) once before forking, so workers keep the parent's pages shared;
     #   `true` in a one-call pool (Herd.map) only when the process is big
     #   enough for it to pay ({HeapPolicy}), a Hash always
-    # @param max_items_per_worker [Integer] replace a worker after this many items
-    # @param shutdown_timeout [Numeric] seconds a worker gets to exit before TERM, then KILL
-    # @yield deprecated (until 1.0): the job as a block; use `job:`
+    # @option options [Integer] :max_items_per_worker replace a worker after this many items
+    # @option options [Numeric] :shutdown_timeout seconds a worker gets to exit before TERM, then KILL
+    # @yieldparam item [Object] deprecated (until 1.0): the job as a block; use `job:`
     def initialize(job: nil, resolver: nil, disposable: false, **options, &block)
       if block
         raise ArgumentError, "give the pool its job once: job: or a block, not both" if job
@@ -301,7 +304,6 @@ module Herd
     end
 
     def start_workers
-      prepare_heap if kind == :process
       size.times { |number| spawn(number) }
     end
 
@@ -310,6 +312,7 @@ module Herd
     # pages (replacements forked later included). A one-call pool in a
     # small process skips it: see {HeapPolicy}.
     def prepare_heap
+      @heap_prepared = true
       options = HeapPolicy.options(@settings.prepare_heap, disposable: @disposable)
       return unless options
 
@@ -329,8 +332,13 @@ module Herd
 
     # The new worker is in @workers before it forks, so #shutdown knows
     # every pid it must reap even when a signal lands right after the fork.
+    # The user's before_fork comes before the heap preparation (the first
+    # fork only), so what it releases is collected by it.
     def spawn(number)
-      before_fork(number) if kind == :process
+      if kind == :process
+        before_fork(number)
+        prepare_heap unless @heap_prepared
+      end
       siblings = @workers.each_with_index.filter_map { |worker, slot| worker&.io if slot != number }
       worker = WORKER_CLASSES.fetch(kind).new(number, @setup)
       @workers[number] = worker

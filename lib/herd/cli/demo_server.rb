@@ -3,6 +3,7 @@
 require "optparse"
 require "rbconfig"
 require "socket"
+require_relative "../clock"
 require_relative "../memory"
 
 module Herd
@@ -98,9 +99,9 @@ module Herd
 
       # @return [MatchData] from the server's log
       def wait_for(pattern, timeout: 60)
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        deadline = Clock.now + timeout
         loop do
-          remaining = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          remaining = deadline - Clock.now
           raise Error, "the demo server did not log #{pattern.source} in #{timeout}s" if remaining <= 0
 
           line = pop_with_deadline(remaining)
@@ -111,11 +112,11 @@ module Herd
 
       # Queue#pop(timeout:) is Ruby 3.2; this works on 3.1 too.
       def pop_with_deadline(seconds)
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+        deadline = Clock.now + seconds
         loop do
           return @lines.pop(true)
         rescue ThreadError
-          return nil if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline || !@follower.alive?
+          return nil if Clock.now > deadline || !@follower.alive?
 
           sleep 0.01
         end

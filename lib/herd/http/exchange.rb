@@ -18,6 +18,8 @@ module Herd
     #   @return [Boolean] whether the application took the socket (full or partial hijack); herd did not close it
     # @!attribute error
     #   @return [Exception, nil] what went wrong: a {RequestError}, {ClientDisconnected}, {InvalidResponse} or the application's exception
+    # @api public
+    #   (the `after_request_complete` hook's argument; the rest of Herd::HTTP is private)
     Exchange = Struct.new(:method, :target, :status, :bytes_sent, :duration, :hijacked, :error, keyword_init: true)
   end
 end

@@ -183,11 +183,12 @@ module Herd
       # The config file's methods whose shape is not `name value`.
       class DSL
         # @param address [String, Integer] "host:port", "[::1]:port", port (every interface), or "unix:/path"
-        # @param backlog [Integer] listen(2) backlog (default 1024)
-        # @param reuseport [Boolean] SO_REUSEPORT
-        # @param umask [Integer] for a UNIX socket's file
-        # @param tcp_nodelay [Boolean] TCP_NODELAY on accepted sockets (default true)
-        # @param tcp_defer_accept [Integer, false] TCP_DEFER_ACCEPT seconds (Linux; default off): accept(2) returns once the request's first bytes arrived
+        # @param options [Hash] the socket's options
+        # @option options [Integer] :backlog listen(2) backlog (default 1024)
+        # @option options [Boolean] :reuseport SO_REUSEPORT
+        # @option options [Integer] :umask for a UNIX socket's file
+        # @option options [Boolean] :tcp_nodelay TCP_NODELAY on accepted sockets (default true)
+        # @option options [Integer, false] :tcp_defer_accept TCP_DEFER_ACCEPT seconds (Linux; default off): accept(2) returns once the request's first bytes arrived
         def listen(address, **options)
           @config.add_listener(address, **options)
         end

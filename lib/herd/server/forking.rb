@@ -2,6 +2,7 @@
 
 require_relative "../fork_hook"
 require_relative "../fork_safety"
+require_relative "../clock"
 require_relative "../linux"
 require_relative "../process_exit"
 
@@ -25,9 +26,9 @@ module Herd
         # Not Process.ppid: the middle process may be gone already, and if
         # the monitor died first our parent is then PID 1 or a subreaper.
         middle = @middle_pid || Process.ppid
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        deadline = Clock.now + timeout
         while (parent = Process.ppid) == middle && parent != monitor_pid
-          orphaned! if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          orphaned! if Clock.now > deadline
 
           sleep 0.001
         end

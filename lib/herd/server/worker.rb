@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../clock"
 require_relative "../linux"
 require_relative "context"
 require_relative "role_accessors"
@@ -114,7 +115,7 @@ module Herd
       # A stop must be seen between requests, but a recvmsg per request is a
       # syscall for nothing under load: look every 100 ms.
       def read_link_now_and_then
-        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        now = Clock.now
         return if @link_read_at && now - @link_read_at < 0.1
 
         @link_read_at = now
@@ -151,7 +152,7 @@ module Herd
 
       # `ps` shows the request count; once a second is enough.
       def title_now_and_then
-        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        now = Clock.now
         return if @titled_at && now - @titled_at < 1
 
         @titled_at = now
