@@ -17,6 +17,7 @@ module Herd
     # `herd.warmup` set, so that an app can leave them out of its analytics.
     # A failure is logged and the boot goes on: the workers serve as they
     # would have without it.
+    # @api private
     class Warmup
       # @return [Array<String>] paths, each starting with "/"
       attr_reader :paths
