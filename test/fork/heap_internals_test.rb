@@ -7,7 +7,7 @@ class HeapInternalsTest < Herd::Test
   GLIBC = Herd::Malloc.available?
   OTHER_ALLOCATOR = Dir["/usr/lib/x86_64-linux-gnu/lib{jemalloc,tcmalloc_minimal,tcmalloc}.so.*"].min
 
-  def test_the_switch_reads_as_herd_cow_friendly_does
+  def test_the_switch_reads_as_herd_prepare_heap_does
     %w[0 false no off OFF].each do |value|
       assert_equal "HERD_HEAP_INTERNALS=#{value}", Herd::Heap.internals_off("HERD_HEAP_INTERNALS" => value)
     end

@@ -80,7 +80,7 @@ class HeapTest < Herd::Test
       ensure
         Process.wait(pid)
       end
-      plain = dirtied_by_child_gc(cow_friendly: false)
+      plain = dirtied_by_child_gc(prepare_heap: false)
       herd = dirtied_by_child_gc
       puts "\#{plain} \#{herd}"
     RUBY

@@ -14,7 +14,7 @@ class ServerOperationsTest < Herd::Test
     def record(*words) = File.open("hooks.log", "a") { |f| f.puts(words.join(" ")) }
     before_fork { |server, worker| record("before_fork", worker.number) }
     after_mold_fork { |server, mold| record("after_mold_fork", mold.generation) }
-    after_worker_fork { |server, worker| record("after_worker_fork", worker.number, worker.generation) }
+    after_fork { |server, worker| record("after_fork", worker.number, worker.generation) }
     after_worker_ready { |server, worker| record("after_worker_ready", worker.number) }
     after_request_complete { |server, worker, exchange| record("after_request_complete", exchange.status, exchange.target) }
     before_worker_exit { |server, worker| record("before_worker_exit", worker.number) }
@@ -28,7 +28,7 @@ class ServerOperationsTest < Herd::Test
     @server.signal("QUIT")
     assert_equal 0, @server.wait.exitstatus
     log = File.read(File.join(@server.dir, "hooks.log")).lines(chomp: true)
-    assert_equal ["after_mold_fork 0", "before_fork 0", "after_worker_fork 0 0", "after_worker_ready 0",
+    assert_equal ["after_mold_fork 0", "before_fork 0", "after_fork 0 0", "after_worker_ready 0",
       "after_request_complete 200 /x?y=1", "before_worker_exit 0", "after_worker_exit 0 0"], log
     @server.wait_for(/after_worker_ready hook \(herd\.rb:\d+\) raised; carrying on: RuntimeError: hook failure on purpose/)
     @server.wait_for(/    herd\.rb:\d+:in `block in/)

@@ -131,7 +131,7 @@ class ServerProcessModelTest < Herd::Test
     config = <<~RUBY
       workers 1
       spawn_timeout 3
-      after_worker_fork do |server, worker|
+      after_fork do |server, worker|
         unless File.exist?("slow-once")
           File.write("slow-once", "")
           sleep 30

@@ -74,7 +74,7 @@ class ServerReforkTest < Herd::Test
     config = <<~RUBY
       workers 1
       after_mold_fork { |*| Herd.close_all_ios! }
-      after_worker_fork { |*| Herd.close_all_ios! }
+      after_fork { |*| Herd.close_all_ios! }
     RUBY
     serve(app: app, config: config)
     assert_match(/app file closed: true/, @server.get("/"))
