@@ -4,7 +4,7 @@
 
 workers 4
 listen "unix:/run/herd/herd.sock", umask: 0o007, backlog: 1024
-# listen "127.0.0.1:8080"
+# listen 8080               # every interface (0.0.0.0), as Unicorn and Puma; "127.0.0.1:8080": this machine only
 
 timeout 30          # a request longer than this: the worker is SIGKILLed and replaced
 spawn_timeout 30    # a mold or worker not ready within this: killed and retried
