@@ -90,6 +90,17 @@ class ServerRackHandlerOptionsTest < Herd::Test
     assert_equal [true, true, "127.0.0.1:0"], flags({Port: 0, Host: "127.0.0.1", user_supplied_options: %i[Port Host]})
   end
 
+  # A port alone means every interface for `herd serve`; through a launcher
+  # it keeps the launcher's host, as the launcher would bind it itself.
+  def test_a_typed_port_keeps_the_launchers_host
+    handler = Herd::Server::RackHandler
+    development = handler.flags({Port: 3001, Host: "localhost", user_supplied_options: [:Port]})
+    assert_equal [3001, "localhost"], [development.port, development.host]
+    rackup = handler.flags({Port: 9000, Host: "localhost"})
+    assert_equal [9000, "localhost"], [rackup.port, rackup.host]
+    assert_nil handler.flags({Port: 9292, Host: "localhost"}).host, "nothing typed: the fallback"
+  end
+
   def test_PORT_reported_by_rails_as_typed_stays_the_environment
     assert_equal [false, false, "0.0.0.0:5000"],
       flags({Port: 5000, Host: "0.0.0.0", user_supplied_options: [:Port]}, env: {"PORT" => "5000"})

@@ -21,16 +21,25 @@ module Herd
       # what the user typed, then PORT/WEB_CONCURRENCY, then the file.
       # @return [Integer] exit status
       def self.run(app, **options)
-        flags = Flags.new(workers: options[:Workers] && Integer(options[:Workers]))
-        flags.port = options[:Port] if chosen?(options, :Port)
-        flags.host = options[:Host] if chosen?(options, :Host)
-        flags.fallback_listen = fallback(options) unless flags.port || flags.host
-        config = SettingsSources.new(file: options[:Config]).build(flags)
+        config = SettingsSources.new(file: options[:Config]).build(flags(options))
         config.app = app
         config.timeout = Float(options[:Timeout]) if options[:Timeout]
         config.validate!
         yield config if block_given?
         Server.run(config)
+      end
+
+      # @return [Flags] what rackup's or Rails' options say. A typed port
+      #   without a typed host listens on the launcher's own host (Rails:
+      #   localhost in development), not on herd serve's every-interface
+      #   default: `rails server -u herd -p 3001` binds what `rails server
+      #   -p 3001` would.
+      def self.flags(options)
+        flags = Flags.new(workers: options[:Workers] && Integer(options[:Workers]))
+        flags.port = options[:Port] if chosen?(options, :Port)
+        flags.host = options[:Host] if chosen?(options, :Host) || (flags.port && options[:Host])
+        flags.fallback_listen = fallback(options) unless flags.port || flags.host
+        flags
       end
 
       # @return [Boolean] whether the user typed option `key`: not a default
