@@ -20,6 +20,7 @@ module Herd
     # `prepare_heap: false` never prepares; a Hash of options always does
     # (whoever tuned them wants them); `true`, the default, asks this policy.
     # {MIN_RSS_ENV} sets the threshold in MiB (0: always prepare).
+    # @api private
     module HeapPolicy
       MIN_RSS = 64 << 20
       MIN_RSS_ENV = "HERD_PREPARE_HEAP_MIN_MB"
