@@ -43,8 +43,11 @@ module Herd
     # at Ruby's next interrupt check) before KILL.
     STOP_GRACE = 1.0
     # Bounds of the pause between two looks at workers that were asked to
-    # exit (see #wait_for_exit).
+    # exit (see #wait_for_exit): the shortest, seconds.
+    # @api private
     EXIT_POLL_MIN = 0.0005
+    # ... and the longest, seconds.
+    # @api private
     EXIT_POLL_MAX = 0.01
 
     class << self
