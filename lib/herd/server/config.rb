@@ -19,7 +19,7 @@ module Herd
       attr_reader :hooks, :listen_specs, :http_options
       attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
         :access_log, :log_io, :subreaper, :refork_after, :refork_max_unavailable, :out_of_band_gc,
-        :stdout_path, :stderr_path, :pidfile
+        :stdout_path, :stderr_path, :pidfile, :control_listen, :refork_when, :worker_memory_limit
       # @return [Warmup, nil] requests a fresh mold sends its app before forking workers
       attr_accessor :warmup
       # @return [#call, nil] builds this config again from its sources (HUP)
@@ -47,6 +47,7 @@ module Herd
         @stderr_path = nil
         @pidfile = nil
         @warmup = nil
+        @control_listen = @refork_when = @worker_memory_limit = nil
         @reloader = nil
         @config_file = nil
         @origins = {}
@@ -114,6 +115,7 @@ module Herd
           raise ConfigError, "out_of_band_gc must be false or a number of allocations > 0, e.g. 100_000; got #{@out_of_band_gc.inspect}"
         end
         validate_prepare_heap
+        validate_telemetry
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
         end
@@ -153,6 +155,24 @@ module Herd
 
         raise ConfigError, "prepare_heap: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
           "known: #{Heap::OPTIONS.join(", ")}"
+      end
+
+      def validate_telemetry
+        Listener::Spec.new(address: @control_listen).validate! if @control_listen
+        limit = @worker_memory_limit
+        if !limit.nil? && !(limit.is_a?(Numeric) && limit.positive?)
+          raise ConfigError, "worker_memory_limit must be nil or MiB > 0, e.g. 512; got #{limit.inspect}"
+        end
+        return if @refork_when.nil?
+
+        conditions = @refork_when
+        shared, uss = conditions.is_a?(Hash) ? conditions.values_at(:shared_below, :uss_above) : []
+        valid = conditions.is_a?(Hash) && !conditions.empty? && (conditions.keys - %i[shared_below uss_above]).empty? &&
+          (shared.nil? || (shared.is_a?(Numeric) && shared > 0 && shared < 1)) && (uss.nil? || (uss.is_a?(Numeric) && uss.positive?))
+        return if valid
+
+        raise ConfigError, "refork_when takes shared_below: (a fraction between 0 and 1) and/or uss_above: (MiB), " \
+          "e.g. refork_when shared_below: 0.5; got #{conditions.inspect}"
       end
 
       def whole(name, value, min)
@@ -262,6 +282,23 @@ module Herd
         # @param host [String] the Host header of each request
         def warmup(*paths, host: "localhost")
           @config.warmup = Warmup.new(paths, host: host)
+        end
+
+        # The monitor's /stats and /metrics: "unix:/path" (created 0600) or
+        # "host:port"; off by default (docs/TELEMETRY.md).
+        def control_listen(address)
+          @config.control_listen = address
+        end
+
+        # Refork when sharing has eroded: shared_below: fraction of the
+        # workers' resident pages still shared, uss_above: MiB of their Σ USS.
+        def refork_when(**conditions)
+          @config.refork_when = conditions
+        end
+
+        # MiB of USS past which a worker finishes its request and is replaced.
+        def worker_memory_limit(mib)
+          @config.worker_memory_limit = mib
         end
 
         # HTTP limits: max_request_line, max_header_count, max_header_bytes,

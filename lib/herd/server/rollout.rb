@@ -101,6 +101,7 @@ module Herd
         end
         @pending = @spawner.spawn_mold(@newest += 1)
         @kind = :reload
+        @context.telemetry&.rollover_started(:reload, reason, from_generation: @generation, generation: @pending.generation)
         log("#{reason}: booting mold (gen #{@pending.generation}) from #{config.rackup}; " \
           "generation #{@generation} serves meanwhile")
         true
@@ -112,6 +113,7 @@ module Herd
         return unless pending_mold?(mold)
 
         @pending = nil
+        @context.telemetry&.rollover_ended(mold.generation, :ready)
         @generation = mold.generation
         @reforks_since_boot = (@kind == :reload) ? 0 : @reforks_since_boot + 1
         @next_refork_at = 0.0
@@ -131,6 +133,7 @@ module Herd
         return unless pending_mold?(mold)
 
         @pending = nil
+        @context.telemetry&.rollover_ended(mold.generation, :failed)
         if @kind == :reload
           error = @context.log
           error.error(Monitor::ROLE, "reload failed: mold (gen #{mold.generation}) #{why}" \
@@ -156,6 +159,7 @@ module Herd
         @candidate.fork_unsafe = true
         @children.delete(mold)
         @pending = nil
+        @context.telemetry&.rollover_ended(mold.generation, :refused)
         log("#{@candidate} refused promotion (not fork safe: #{reason})#{"; trying another worker" if running}")
         refork("retry") if running
       end
@@ -193,6 +197,7 @@ module Herd
         @pending = mold
         @kind = :refork
         @candidate = candidate
+        @context.telemetry&.rollover_started(:refork, reason, from_generation: @generation, generation: mold.generation)
         log("refork (#{reason}): promoting #{candidate} with #{@workload.requests(candidate)} requests " \
           "to mold (gen #{mold.generation})")
         true
