@@ -119,7 +119,7 @@ class StatsTest < Herd::Test
 
   def test_stats_hold_every_process_generation_totals_and_counters
     report = Herd::Memory::Report.new([row(100, 4, 2), row(101, 2, 20), row(102, 6, 18), row(103, 12, 12),
-      row(104, 1, 1, title: "sh -c convert")], tree: true)
+      row(Process.pid, 1, 1, title: "sh -c convert")], tree: true)
     stats = JSON.parse(JSON.generate(stats(report)))
     processes = stats["processes"].to_h { |process| [process["pid"], process] }
     assert_equal %w[monitor mold worker worker worker other], stats["processes"].map { |process| process["role"] }
@@ -130,7 +130,7 @@ class StatsTest < Herd::Test
     assert_equal 0.5, processes.fetch(103)["shared_ratio"]
     starting = stats["processes"].find { |process| process["pid"].nil? }
     assert_equal ["starting", nil], starting.values_at("state", "pss")
-    assert_equal "sh -c convert", processes.fetch(104)["title"]
+    assert_equal "sh -c convert", processes.fetch(Process.pid)["title"]
     gen0, gen1 = stats["generations"]
     assert_equal [0, 1, 1, 18 * MIB], gen0.values_at("generation", "processes", "workers", "pss")
     assert_equal [1, 3, 2, (12 + 15) * MIB], gen1.values_at("generation", "processes", "workers", "pss")

@@ -82,12 +82,20 @@ module Herd
       end
 
       # Processes of the tree the monitor did not spawn itself: what the app
-      # started, the middle of a double fork caught exiting.
+      # started, the middle of a double fork caught exiting. The sample may
+      # be a second old: a child reaped since is no longer shown.
       def others(samples, known)
         pids = known.map { |row| row["pid"] }
-        samples.values.reject { |row| pids.include?(row.pid) }.map do |row|
+        samples.values.reject { |row| pids.include?(row.pid) || gone?(row.pid) }.map do |row|
           memory({"role" => "other", "pid" => row.pid, "generation" => nil, "state" => "running", "title" => row.title}, row)
         end
+      end
+
+      def gone?(pid)
+        Process.getpgid(pid)
+        false
+      rescue Errno::ESRCH
+        true
       end
 
       def memory(row, sampled)
