@@ -203,11 +203,12 @@ module Herd
       # --- what the children say ------------------------------------------
 
       def wait
-        ready, = IO.select([@signals.io] + @children.ios, nil, nil, TICK)
-        return unless ready
+        readable, writable = IO.select([@signals.io] + @children.ios + control_read_ios, control_write_ios, nil, TICK)
+        serve_control(readable, writable)
+        return unless readable
 
-        ready.each do |io|
-          next if io == @signals.io
+        readable.each do |io|
+          next if io == @signals.io || control?(io)
 
           child = @children.by_io(io)
           next unless child

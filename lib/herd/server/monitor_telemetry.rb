@@ -6,7 +6,7 @@ module Herd
   module Server
     # The monitor's instruments: the memory sampler (a thread measuring the
     # tree every second), the control endpoint (`control_listen`: /stats and
-    # /metrics, a thread of its own), and the memory policy they feed
+    # /metrics, served from the monitor's loop), and the memory policy they feed
     # (`refork_when`, `worker_memory_limit`), carried out in the monitor's
     # loop. Nothing runs unless one of those settings asks for it.
     module MonitorTelemetry
@@ -27,8 +27,8 @@ module Herd
         require_relative "stats"
         @stats = Stats.new(monitor_pid: Process.pid, children: @children, workload: @workload, telemetry: @telemetry,
           sampler: @sampler, server: -> { server_state })
-        @control = ControlServer.open(@config.control_listen, render: ->(path) { render_control(path) })
-        @control.start(on_error: ->(error) { @log.info(Monitor::ROLE, "control: #{error.class}: #{error.message}") })
+        @control = ControlServer.open(@config.control_listen, render: ->(path) { render_control(path) },
+          on_error: ->(error) { @log.info(Monitor::ROLE, "control: #{error.class}: #{error.message}") })
         @log.info(Monitor::ROLE, "control endpoint on #{@control.address} (GET /stats, GET /metrics)")
       end
 
@@ -50,11 +50,31 @@ module Herd
 
       # @return [Array<IO>] closed in every child
       def telemetry_ios
-        @control ? [@control.io] : []
+        @control ? @control.ios : []
+      end
+
+      def control_read_ios
+        @control ? @control.read_ios : []
+      end
+
+      def control_write_ios
+        @control ? @control.write_ios : []
+      end
+
+      def control?(io)
+        @control&.owns?(io)
+      end
+
+      # Whatever the loop found ready on the control endpoint's side.
+      def serve_control(readable, writable)
+        return unless @control
+
+        (Array(readable) + Array(writable)).each { |io| @control.ready(io) if @control.owns?(io) }
+        @control.expire
       end
 
       def stop_telemetry
-        @control&.stop
+        @control&.close
         @sampler&.stop
       end
 
