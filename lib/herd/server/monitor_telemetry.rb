@@ -113,7 +113,7 @@ module Herd
       # Only a generation fully rolled out, every worker measured: a half
       # rolled-out one mixes fresh and old workers.
       def refork_for_memory(report)
-        return if @rollout.pending? || @spawner.local_mold
+        return unless @rollout.refork_due?
 
         workers = @children.workers
         current = workers.select { |child| child.generation == @rollout.generation }

@@ -66,6 +66,12 @@ module Herd
         @generation = (@children.any? ? (@newest += 1) : @newest)
       end
 
+      # @return [Boolean] whether a refork may be asked for now: none on its
+      #   way, and past the pause after a failed one
+      def refork_due?
+        !pending? && Clock.now >= @next_refork_at && !@spawner.local_mold
+      end
+
       # `refork_after`: the busiest worker of the current generation reached
       # this generation's count.
       def consider_refork
