@@ -14,11 +14,13 @@ module Herd
 
       def start_telemetry
         @memory_policy = memory_policy
-        return unless @config.control_listen || @memory_policy.active?
+        start_sampler if @config.control_listen || @memory_policy.active?
+        start_control if @config.control_listen
+      end
 
+      def start_sampler
         require_relative "memory_sampler"
         @sampler = MemorySampler.new(Process.pid, log: ->(message) { @log.info(Monitor::ROLE, message) }).start
-        start_control if @config.control_listen
       end
 
       def start_control
@@ -87,13 +89,15 @@ module Herd
         MemoryPolicy.new(refork_when: settings[0], worker_memory_limit: settings[1])
       end
 
-      # Acts once per new measurement.
+      # Acts once per new measurement. (A reload may have turned the policy
+      # on: the sampler starts then.)
       def apply_memory_policy
+        @memory_policy = memory_policy
+        start_sampler if @sampler.nil? && @memory_policy.active?
         report = @sampler&.latest
         return if report.nil? || report.equal?(@applied_report)
 
         @applied_report = report
-        @memory_policy = memory_policy
         replace_workers_over_limit(report)
         refork_for_memory(report)
       end
