@@ -71,9 +71,11 @@ hello = File.join(HttpBench::CONFIG, "hello.ru")
 wrk = HttpBench::Wrk.new(threads: 2, connections: 8, duration: options[:duration])
 env = Bench::Report.environment(command).merge(wrk: HttpBench::Wrk.version, wrk_command: wrk.command.join(" "),
   loadavg_start: HttpBench.loadavg)
-runs = Dir.mktmpdir("bench-telemetry") do |dir|
-  options[:reps].times.flat_map do |rep|
-    VARIANTS.rotate(rep).map do |variant|
+runs = []
+partial = File.join(Bench::Report::RESULTS, "telemetry-partial.json") # every run so far, should a later one fail
+Dir.mktmpdir("bench-telemetry") do |dir|
+  options[:reps].times do |rep|
+    VARIANTS.rotate(rep).each do |variant|
       socket = File.join(dir, "control-#{rep}.sock")
       config = File.join(dir, "herd-#{rep}.rb")
       File.write(config, variant.control ? "control_listen \"unix:#{socket}\"\n" : "")
@@ -86,14 +88,18 @@ runs = Dir.mktmpdir("bench-telemetry") do |dir|
         poller = variant.poll && Poller.new(socket, variant.poll).tap(&:start)
         monitor_cpu = -> { HttpBench.stat("/proc/#{process.pid}/stat")[:cpu] }
         cpu_before = monitor_cpu.call
+        workers_before = process.cpu[:workers]
         result = wrk.run(process.url)
         monitor_us = (monitor_cpu.call - cpu_before) * 1e6 / result[:requests]
+        workers_us = (process.cpu[:workers] - workers_before) * 1e6 / result[:requests]
         poller&.stop
-        warn format("rep %d %-14s %8.0f req/s  p99 %.2f ms  monitor %.2f µs/req%s", rep + 1, variant.name, result[:rps],
-          result[:latency_us][:p99] / 1000.0, monitor_us, poller ? format("  %s median %.2f ms", variant.poll, Bench::Report.median(poller.latencies)) : "")
-        {variant: variant.name, rep: rep + 1, rps: result[:rps], p99_ms: result[:latency_us][:p99] / 1000.0,
-         errors: result[:errors], monitor_cpu_us_per_request: monitor_us, polls: poller&.latencies&.size,
-         poll_ms: poller&.latencies}
+        warn format("rep %d %-14s %8.0f req/s  p99 %.2f ms  workers %.1f µs/req  monitor %.2f µs/req%s", rep + 1, variant.name,
+          result[:rps], result[:latency_us][:p99] / 1000.0, workers_us, monitor_us,
+          poller ? format("  %s median %.2f ms", variant.poll, Bench::Report.median(poller.latencies)) : "")
+        runs << {variant: variant.name, rep: rep + 1, rps: result[:rps], p99_ms: result[:latency_us][:p99] / 1000.0,
+                 errors: result[:errors].values.sum, workers_cpu_us_per_request: workers_us, monitor_cpu_us_per_request: monitor_us,
+                 polls: poller&.latencies&.size, poll_ms: poller&.latencies}
+        File.write(partial, JSON.generate(runs))
       ensure
         poller&.stop
         process.stop
@@ -111,9 +117,10 @@ rows = VARIANTS.map do |variant|
   polls = mine.flat_map { |run| run[:poll_ms] || [] }
   [variant.name, format("%.0f (%.0f–%.0f)", rps[:median], rps[:min], rps[:max]), format("%.3fx", rps[:median] / base),
     format("%.2f (%.2f–%.2f)", p99[:median], p99[:min], p99[:max]),
+    format("%.1f", Bench::Report.median(mine.map { |run| run[:workers_cpu_us_per_request] })),
     format("%.2f", Bench::Report.median(mine.map { |run| run[:monitor_cpu_us_per_request] })),
     polls.empty? ? "-" : format("%.2f (max %.2f, n=%d)", Bench::Report.median(polls), polls.max, polls.size),
-    mine.sum { |run| run[:errors].to_i }]
+    mine.sum { |run| run[:errors] }]
 end
 markdown = <<~MD
   # Telemetry: does polling the control endpoint slow the request path?
@@ -124,11 +131,13 @@ markdown = <<~MD
 
   herd serve, 2 workers, `bench/http/hello.ru`, one server started afresh per repetition and variant,
   variants interleaved with the order rotating. Medians over #{options[:reps]} repetitions (min–max).
-  "monitor CPU" is the monitor process's user + system CPU during the measured run divided by the
-  requests served (the sampler and control threads run in the monitor). "poll latency" is the time
+  "workers CPU" and "monitor CPU" are the user + system CPU of the workers and of the monitor during
+  the measured run, divided by the requests served (the sampler thread and the control endpoint run in
+  the monitor; the workers are the request path). "poll latency" is the time
   for one `GET` on the control socket, measured by the poller.
 
-  #{Bench::Report.markdown_table(["variant", "req/s", "vs off", "p99 ms", "monitor CPU µs/req", "poll latency ms", "errors"], rows)}
+  #{Bench::Report.markdown_table(["variant", "req/s", "vs off", "p99 ms", "workers CPU µs/req", "monitor CPU µs/req", "poll latency ms", "errors"], rows)}
 MD
 paths = Bench::Report.write("telemetry", markdown: markdown, data: {environment: env, runs: runs})
+FileUtils.rm_f(partial)
 warn "wrote #{paths.join(" and ")}"
