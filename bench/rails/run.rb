@@ -34,7 +34,7 @@ module RailsBench
     running = Running.new(server, dir: dir, workers: workers, log_path: File.join(work, "#{name}.log"))
     running.start
     result[:boot_s] = running.boot_seconds
-    sampler = Sampler.new(running.pid, interval: interval)
+    sampler = Sampler.new(running.pid, interval: interval, titles: true)
     first = sampler.take # at rest, booted
     client = Client.new(port: running.port, ids: template[:ids], requests: requests)
     started = HttpBench.now
@@ -54,6 +54,9 @@ module RailsBench
       booted_pss: first && first[:pss],
       memory: Sampler.summary(sampler.samples, from: started),
       samples: sampler.samples.map { |s| [(s[:t] - started).round(2), s[:pss], s[:processes]] },
+      # Per process, for the plot (herd plot's recording form): seconds, [title, PSS MiB]...
+      recording: sampler.samples.select { |s| s[:rows] && s[:t] >= started }
+        .map { |s| [(s[:t] - started).round(2), s[:rows].map { |_, title, pss| [title, pss] }] },
       final: final(running)
     )
     pattern = REFORKS.find { |prefix, _| server.name.start_with?(prefix) }&.last

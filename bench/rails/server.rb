@@ -40,7 +40,12 @@ module RailsBench
     herd("herd-refork1000", "refork_after [1000]", description: "refork_after [1000] (every 1,000 requests of the busiest worker)"),
     herd("herd-no_refork", "refork_after false", description: "refork_after false (no reforking: workers forked from the first mold)"),
     herd("herd-no_warmup", env: {"BENCH_NO_WARMUP" => "1"},
-      description: "refork_after [50, 100, 1000], no warmup (herd's documented config before warmup existed)")
+      description: "refork_after [50, 100, 1000], no warmup (herd's documented config before warmup existed)"),
+    # Memory-driven reforks (docs/TELEMETRY.md): measured sharing instead of request counts.
+    herd("herd-refork_when60", "refork_after false; refork_when shared_below: 0.6",
+      description: "refork_when shared_below: 0.6 (no refork_after: reforks when the workers' shared fraction falls below 60%)"),
+    herd("herd-refork_when75", "refork_after false; refork_when shared_below: 0.75",
+      description: "refork_when shared_below: 0.75 (no refork_after)")
   ].freeze
 
   # A server running in a directory of its own, in its own process group.

@@ -29,4 +29,8 @@ end
 module Herd
   # The server's configuration (file or command line) is wrong; the message says how.
   class ConfigError < Error; end
+
+  # A server's control endpoint (control_listen) could not be reached or
+  # answered something else than herd's stats.
+  class ControlError < Error; end
 end

@@ -2,12 +2,13 @@
 
 require "optparse"
 require_relative "../memory"
+require_relative "mem_recorder"
 
 module Herd
   class CLI
-    # `herd mem PID [--tree] [--json] [--watch SECONDS] [--count N]`
+    # `herd mem PID [--tree] [--json] [--watch SECONDS] [--count N] [--record FILE]`
     class Mem
-      BANNER = "Usage: herd mem PID [--tree] [--json] [--watch SECONDS] [--count N]"
+      BANNER = "Usage: herd mem PID [--tree] [--json] [--watch SECONDS] [--count N] [--record FILE]"
       # Moves the cursor home and clears the screen, so a watched table
       # updates in place on a terminal.
       CLEAR = "\e[H\e[2J"
@@ -45,6 +46,9 @@ module Herd
           opts.on("-j", "--json", "print JSON (sizes in bytes); one document per line with --watch") { options[:json] = true }
           opts.on("-w", "--watch SECONDS", Float, "reprint every SECONDS until interrupted") { |s| options[:watch] = s }
           opts.on("--count N", Integer, "with --watch: stop after N reports") { |n| options[:count] = n }
+          opts.on("-r", "--record FILE", "with --watch: also append each report to FILE, one JSON line each (herd plot FILE)") do |file|
+            options[:record] = file
+          end
           opts.on("-h", "--help", "show this help") do
             @out.puts opts
             options[:help] = true
@@ -76,6 +80,7 @@ module Herd
         if options.key?(:watch) && !(options[:watch].finite? && options[:watch].positive?)
           raise UsageError, "mem: --watch needs a positive number of seconds"
         end
+        raise UsageError, "mem: --record needs --watch, e.g. herd mem PID --tree --watch 1 --record run.jsonl" if options[:record] && !options[:watch]
         if options.key?(:count)
           raise UsageError, "mem: --count needs --watch" unless options.key?(:watch)
           raise UsageError, "mem: --count must be at least 1" unless options[:count].positive?
@@ -90,8 +95,10 @@ module Herd
       def watch(options)
         clear = !options[:json] && @out.tty?
         shown = 0
+        recorder = options[:record] && Recorder.open(options[:record], options[:pid])
         loop do
           report = measure(options)
+          recorder&.write(report)
           @out.print CLEAR if clear
           @out.puts watch_header(options, report) unless options[:json]
           @out.puts render(report, options)
@@ -104,6 +111,8 @@ module Herd
         end
       rescue Interrupt
         nil
+      ensure
+        recorder&.close
       end
 
       # With --tree, herd mem leaves itself (and anything it started) out:

@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "json"
-require "time"
 require_relative "sample"
 require_relative "table"
 
@@ -45,7 +43,7 @@ module Herd
       # @return [Hash]
       def to_h
         {
-          time: time.utc.iso8601(3),
+          time: time.utc.strftime("%Y-%m-%dT%H:%M:%S.%LZ"),
           tree: tree?,
           processes: rows.map { |row| {pid: row.pid, ppid: row.ppid, title: row.title, **sample_hash(row.sample)} },
           total: {processes: rows.size, **sample_hash(total)},
@@ -56,6 +54,7 @@ module Herd
       # One JSON document, no newlines (watch mode prints one per line).
       # @return [String]
       def to_json(*args)
+        require "json" # here, not at load: the server's monitor reads memory but never loads json
         to_h.to_json(*args)
       end
 

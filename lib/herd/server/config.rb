@@ -70,6 +70,10 @@ module Herd
       setting :pidfile, nil
       # Requests a fresh mold sends its app before forking workers (a Warmup, or nil).
       setting :warmup, nil, dsl: false
+      # The monitor's control endpoint (docs/TELEMETRY.md), and the memory policy.
+      setting :control_listen, nil, ->(_name, address) { Listener::Spec.new(address: address).validate! if address }, dsl: false
+      setting :refork_when, nil, SettingChecks.refork_when, dsl: false
+      setting :worker_memory_limit, nil, SettingChecks.memory_limit, dsl: false
 
       attr_reader :hooks, :listen_specs, :http_options
       # @return [Object, nil] a Rack app given as an object (rackup, rails server) instead of a file
@@ -206,6 +210,23 @@ module Herd
         # @param host [String] the Host header of each request
         def warmup(*paths, host: "localhost")
           @config.warmup = Warmup.new(paths, host: host)
+        end
+
+        # The monitor's /stats and /metrics: "unix:/path" (created 0600) or
+        # "host:port"; off by default (docs/TELEMETRY.md).
+        def control_listen(address)
+          @config.control_listen = address
+        end
+
+        # Refork when sharing has eroded: shared_below: fraction of the
+        # workers' resident pages still shared, uss_above: MiB of their Σ USS.
+        def refork_when(**conditions)
+          @config.refork_when = conditions
+        end
+
+        # MiB of USS past which a worker finishes its request and is replaced.
+        def worker_memory_limit(mib)
+          @config.worker_memory_limit = mib
         end
 
         # HTTP limits: max_request_line, max_header_count, max_header_bytes,

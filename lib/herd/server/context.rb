@@ -4,8 +4,9 @@ module Herd
   module Server
     # What hooks receive as `server`: the configuration, the log, and the
     # monitor's pid.
-    # (`scoreboard` is herd's own, shared by the monitor and the workers.)
-    Context = Struct.new(:config, :log, :monitor_pid, :scoreboard, keyword_init: true)
+    # (`scoreboard` is herd's own, shared by the monitor and the workers;
+    # `telemetry` is the monitor's counters, see Telemetry.)
+    Context = Struct.new(:config, :log, :monitor_pid, :scoreboard, :telemetry, keyword_init: true)
 
     # What hooks receive as `worker`.
     WorkerInfo = Struct.new(:number, :generation, :pid, :requests, keyword_init: true) do

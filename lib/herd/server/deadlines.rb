@@ -35,11 +35,13 @@ module Herd
         @children.each do |child|
           if (label = @workload.overdue(child, config.timeout))
             log("#{child} timed out after #{config.timeout}s on #{label}; killing it")
+            @context.telemetry&.count(:timeouts)
             child.busy_since = nil
             child.state = :stopping
             @children.signal(child, :KILL)
           elsif child.state == :spawning && Clock.now - child.spawned_at > config.spawn_timeout
             log("#{child} was not ready within spawn_timeout (#{config.spawn_timeout}s); killing it")
+            @context.telemetry&.count(:spawn_failures)
             child.state = :stopping
             child.pid ? @children.signal(child, :KILL) : yield(child)
           end

@@ -13,12 +13,14 @@ require_relative "log"
 require_relative "log_files"
 require_relative "monitor_reaping"
 require_relative "monitor_signals"
+require_relative "monitor_telemetry"
 require_relative "pidfile"
 require_relative "recovery"
 require_relative "rollout"
 require_relative "scoreboard"
 require_relative "spawner"
 require_relative "systemd"
+require_relative "telemetry"
 require_relative "workload"
 
 module Herd
@@ -33,17 +35,20 @@ module Herd
     # - Recovery: pauses after failures; Deadlines: timeouts and SIGKILL
     # - MonitorSignals: what each signal means; MonitorReaping: deaths
     # - Protocol: every message between the monitor and its children
+    # - MonitorTelemetry: the memory sampler, the control endpoint and the
+    #   memory policy (refork_when, worker_memory_limit)
     # @api private
     class Monitor
       include MonitorReaping
       include MonitorSignals
+      include MonitorTelemetry
 
       SCOREBOARD_SLOTS = 256
       TICK = 0.2
       ROLE = "monitor"
 
-      # @return [Hash{Symbol => Integer}] what happened so far (for the logs and tests)
-      attr_reader :counters
+      # @return [Telemetry] what happened so far (for /stats, the logs and tests)
+      attr_reader :telemetry
 
       # @param config [Config]
       def initialize(config, log: Log.new(config.log_io))
@@ -53,7 +58,7 @@ module Herd
         @recovery = Recovery.new
         @state = :running
         @exit_status = 0
-        @counters = Hash.new(0)
+        @telemetry = Telemetry.new
       end
 
       # Serves until stopped.
@@ -69,7 +74,8 @@ module Herd
         $stdout.sync = true
         @log.info(ROLE, "settings: #{@config.describe_origins}")
         build_parts
-        Process.setproctitle("herd monitor")
+        start_telemetry
+        Process.setproctitle(["herd monitor", control_title].compact.join(" "))
         LeanMonitor.describe(@log, ROLE)
         @target = @config.workers
         choose_process_model
@@ -92,12 +98,13 @@ module Herd
         # HERD_SCOREBOARD_SLOTS exists for the tests of workers without a slot.
         slots = Integer(ENV.fetch("HERD_SCOREBOARD_SLOTS") { [SCOREBOARD_SLOTS, @config.workers * 4].max })
         @scoreboard = Scoreboard.allocate(slots)
-        @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard)
+        @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard,
+          telemetry: @telemetry)
         @listeners = open_listeners
         @signals = SignalQueue.new(SIGNALS)
         @workload = Workload.new(@scoreboard)
         @spawner = Spawner.new(children: @children, context: @context, listeners: @listeners, signals: @signals,
-          workload: @workload)
+          workload: @workload, monitor_ios: -> { telemetry_ios })
         @rollout = Rollout.new(children: @children, context: @context, spawner: @spawner, workload: @workload)
         @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload)
       end
@@ -153,6 +160,7 @@ module Herd
         spawn_missing_workers
         announce_ready
         @rollout.consider_refork
+        apply_memory_policy
       end
 
       # No mold: promote a warmed worker if there is one (the app stays warm),
@@ -196,11 +204,12 @@ module Herd
       # --- what the children say ------------------------------------------
 
       def wait
-        ready, = IO.select([@signals.io] + @children.ios, nil, nil, TICK)
-        return unless ready
+        readable, writable = IO.select([@signals.io] + @children.ios + control_read_ios, control_write_ios, nil, TICK)
+        serve_control(readable, writable)
+        return unless readable
 
-        ready.each do |io|
-          next if io == @signals.io
+        readable.each do |io|
+          next if io == @signals.io || control?(io)
 
           child = @children.by_io(io)
           next unless child
@@ -250,11 +259,12 @@ module Herd
         @log.info(ROLE, "#{child} died while starting")
         return unless @state == :running
 
-        @rollout.pending_mold?(child) ? @rollout.failed(child, "it died while starting") : @recovery.worker_failed
+        @rollout.pending_mold?(child) ? @rollout.failed(child, "it died while starting") : spawn_failed
       end
 
       # Whatever happened, no child outlives the monitor.
       def shut_down_hard
+        stop_telemetry
         return unless @children
 
         @children.each { |child| @children.signal(child, :KILL) }

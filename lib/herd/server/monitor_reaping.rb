@@ -26,10 +26,11 @@ module Herd
         @children.delete(child)
         @log.info(Monitor::ROLE, "#{child} #{describe(status)}#{serving(child, status)}")
         if child.worker?
-          @counters[:worker_deaths_by_signal] += 1 if status.signaled?
+          @telemetry.worker_killed(Signal.signame(status.termsig)) if status.signaled?
+          @telemetry.count(:requests_retired, @workload.requests(child))
           info = WorkerInfo.new(number: child.number, generation: child.generation, pid: child.pid, requests: child.requests)
           @config.hooks.run(:after_worker_exit, @log, Monitor::ROLE, @context, info, status)
-          @recovery.worker_failed if child.state == :spawning && @state == :running
+          spawn_failed if child.state == :spawning && @state == :running
         elsif @rollout.pending_mold?(child)
           @rollout.failed(child, describe(status)) if @state == :running
         elsif @state == :running && child.state != :stopping
@@ -53,6 +54,7 @@ module Herd
       end
 
       def mold_failed
+        @telemetry.count(:spawn_failures)
         delay = @recovery.mold_failed
         if delay
           @log.info(Monitor::ROLE, "mold failed to boot; retrying in #{delay}s")
@@ -62,6 +64,12 @@ module Herd
           @exit_status = 1
           stop(:immediate)
         end
+      end
+
+      # A worker died before it was ready.
+      def spawn_failed
+        @telemetry.count(:spawn_failures)
+        @recovery.worker_failed
       end
 
       def describe(status)

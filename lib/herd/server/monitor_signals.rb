@@ -73,6 +73,9 @@ module Herd
         if fresh.listeners.map(&:address) != @config.listeners.map(&:address)
           @log.info(Monitor::ROLE, "HUP: listeners changed in the config file; keeping #{@listeners.join(", ")} (a restart binds new ones)")
         end
+        if fresh.control_listen != @config.control_listen
+          @log.info(Monitor::ROLE, "HUP: control_listen changed in the config file; keeping the endpoint as it is (a restart binds the new one)")
+        end
         @log.info(Monitor::ROLE, "HUP: workers: #{@target} -> #{fresh.workers}") if fresh.workers != @target
         @target = fresh.workers
         @config = @context.config = fresh

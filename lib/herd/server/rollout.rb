@@ -67,6 +67,12 @@ module Herd
         @generation = (@children.any? ? (@newest += 1) : @newest)
       end
 
+      # @return [Boolean] whether a refork may be asked for now: none on its
+      #   way, and past the pause after a failed one
+      def refork_due?
+        !pending? && Clock.now >= @next_refork_at && !@spawner.local_mold
+      end
+
       # `refork_after`: the busiest worker of the current generation reached
       # this generation's count.
       def consider_refork
@@ -102,6 +108,7 @@ module Herd
         end
         @pending = @spawner.spawn_mold(@newest += 1)
         @kind = :reload
+        @context.telemetry&.rollover_started(:reload, reason, from_generation: @generation, generation: @pending.generation)
         log("#{reason}: booting mold (gen #{@pending.generation}) from #{config.rackup}; " \
           "generation #{@generation} serves meanwhile")
         true
@@ -113,6 +120,7 @@ module Herd
         return unless pending_mold?(mold)
 
         @pending = nil
+        @context.telemetry&.rollover_ended(mold.generation, :ready)
         @generation = mold.generation
         @reforks_since_boot = (@kind == :reload) ? 0 : @reforks_since_boot + 1
         @next_refork_at = 0.0
@@ -132,6 +140,7 @@ module Herd
         return unless pending_mold?(mold)
 
         @pending = nil
+        @context.telemetry&.rollover_ended(mold.generation, :failed)
         if @kind == :reload
           error = @context.log
           error.error(Monitor::ROLE, "reload failed: mold (gen #{mold.generation}) #{why}" \
@@ -157,6 +166,7 @@ module Herd
         @candidate.fork_unsafe = true
         @children.delete(mold)
         @pending = nil
+        @context.telemetry&.rollover_ended(mold.generation, :refused)
         log("#{@candidate} refused promotion (not fork safe: #{reason})#{"; trying another worker" if running}")
         refork("retry") if running
       end
@@ -194,6 +204,7 @@ module Herd
         @pending = mold
         @kind = :refork
         @candidate = candidate
+        @context.telemetry&.rollover_started(:refork, reason, from_generation: @generation, generation: mold.generation)
         log("refork (#{reason}): promoting #{candidate} with #{@workload.requests(candidate)} requests " \
           "to mold (gen #{mold.generation})")
         true

@@ -36,6 +36,30 @@ module Herd
       end
 
       # @return [Proc] a number of seconds > 0
+      # refork_when shared_below: (0..1), uss_above: (MiB), or nil
+      def refork_when
+        lambda do |_name, conditions|
+          return if conditions.nil?
+
+          shared, uss = conditions.is_a?(Hash) ? conditions.values_at(:shared_below, :uss_above) : []
+          valid = conditions.is_a?(Hash) && !conditions.empty? && (conditions.keys - %i[shared_below uss_above]).empty? &&
+            (shared.nil? || (shared.is_a?(Numeric) && shared > 0 && shared < 1)) && (uss.nil? || (uss.is_a?(Numeric) && uss.positive?))
+          return if valid
+
+          raise ConfigError, "refork_when takes shared_below: (a fraction between 0 and 1) and/or uss_above: (MiB), " \
+            "e.g. refork_when shared_below: 0.5; got #{conditions.inspect}"
+        end
+      end
+
+      # worker_memory_limit: nil or MiB > 0
+      def memory_limit
+        lambda do |_name, limit|
+          return if limit.nil? || (limit.is_a?(Numeric) && limit.positive?)
+
+          raise ConfigError, "worker_memory_limit must be nil or MiB > 0, e.g. 512; got #{limit.inspect}"
+        end
+      end
+
       def seconds
         lambda do |name, value|
           return if value.is_a?(Numeric) && value.positive?

@@ -19,12 +19,14 @@ module Herd
       # @param listeners [Array<Listener>]
       # @param signals [SignalQueue] the monitor's, reset in every child
       # @param workload [Workload]
-      def initialize(children:, context:, listeners:, signals:, workload:)
+      # @param monitor_ios [#call] → the monitor's own descriptors no child keeps (the control socket)
+      def initialize(children:, context:, listeners:, signals:, workload:, monitor_ios: -> { [] })
         @children = children
         @context = context
         @listeners = listeners
         @signals = signals
         @workload = workload
+        @monitor_ios = monitor_ios
       end
 
       # The monitor loads the app itself (no subreaper): it is the mold.
@@ -87,7 +89,7 @@ module Herd
       # holding one would hide that child's death from us).
       def leave_monitor(extra_ios)
         @signals.reset_in_child
-        (@children.ios + extra_ios).each { |io| io.close unless io.closed? }
+        (@children.ios + extra_ios + @monitor_ios.call).each { |io| io.close unless io.closed? }
       end
     end
   end
