@@ -14,7 +14,7 @@ module Herd
     class Config
       DEFAULT_LISTEN = "localhost:8080"
       HTTP_OPTIONS = %i[max_request_line max_header_count max_header_bytes max_body body_spool_threshold
-        read_timeout early_hints].freeze
+        read_timeout max_pending_heads early_hints].freeze
 
       attr_reader :hooks, :listen_specs, :http_options
       attr_accessor :rackup, :app, :workers, :timeout, :spawn_timeout, :shutdown_timeout, :prepare_heap,
@@ -265,7 +265,7 @@ module Herd
         end
 
         # HTTP limits: max_request_line, max_header_count, max_header_bytes,
-        # max_body, body_spool_threshold, read_timeout, early_hints.
+        # max_body, body_spool_threshold, read_timeout, max_pending_heads, early_hints.
         def http(**options)
           unknown = options.keys - HTTP_OPTIONS
           raise ConfigError, "http: unknown option #{unknown.join(", ")}; known: #{HTTP_OPTIONS.join(", ")}" unless unknown.empty?
