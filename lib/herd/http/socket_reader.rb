@@ -61,10 +61,13 @@ module Herd
       # others meanwhile.
       # @return [Boolean]
       def head_decided?(max_request_line, max_header_bytes)
-        return true if @ended || @buffer.index(HEAD_END, @scanned)
+        return true if @ended
+        unless @buffer.empty? # the first look, usually: nothing to check yet
+          return true if @buffer.index(HEAD_END, @scanned)
 
-        check_partial_head(max_request_line, max_header_bytes, @scanned)
-        @scanned = [@buffer.bytesize - 3, 0].max
+          check_partial_head(max_request_line, max_header_bytes, @scanned)
+          @scanned = [@buffer.bytesize - 3, 0].max
+        end
         data = @io.read_nonblock(READ_SIZE, SocketReader.scratch, exception: false)
         return @ended = true if data.nil? # EOF: read_head says what it means
         return Clock.now >= @head_deadline unless data.is_a?(String) # :wait_readable (or TLS's :wait_writable)
@@ -103,8 +106,10 @@ module Herd
             check_head_size(head, head.index(CRLF), max_request_line, max_header_bytes)
             return head
           end
-          check_partial_head(max_request_line, max_header_bytes, from)
-          from = [@buffer.bytesize - 3, 0].max
+          unless @buffer.empty?
+            check_partial_head(max_request_line, max_header_bytes, from)
+            from = [@buffer.bytesize - 3, 0].max
+          end
           next if fill(deadline)
           return nil unless @received
 
