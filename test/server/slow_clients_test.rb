@@ -60,4 +60,15 @@ class SlowClientsTest < Herd::Test
     assert_match(%r{\AHTTP/1.1 200 }, @server.get("/"))
     @slow.drop(1).each { |socket| assert_equal :wait_readable, socket.read_nonblock(1, exception: false) }
   end
+
+  def test_a_graceful_stop_serves_the_heads_it_holds
+    start("http read_timeout: 30\n")
+    open_slow(1)
+    assert_match(%r{\AHTTP/1.1 200 }, @server.get("/")) # accepted after the slow one: it is held
+    @server.signal("QUIT")
+    @server.wait_for(/stop|QUIT/i)
+    @slow.first.write("1\r\n\r\n")
+    assert_match(%r{\AHTTP/1.1 200 .*path=/slow\n\z}m, @slow.first.read, "served, not reset")
+    @server.wait
+  end
 end

@@ -81,8 +81,11 @@ module Herd
       # Ends the head's time now: {#read_head} answers 408 unless the head
       # is complete (the worker makes room for a newer connection).
       # @param reason [String] for the 408's log line
-      def expire_head!(reason)
-        @head_deadline = Clock.now
+      # @param at [Float] the new deadline ({Clock.now} seconds), if earlier than the current one
+      def expire_head!(reason, at: Clock.now)
+        return if at >= @head_deadline
+
+        @head_deadline = at
         @expired_because = reason
       end
 

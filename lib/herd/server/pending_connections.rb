@@ -85,6 +85,15 @@ module Herd
         expired.each { |pending| take(pending) }
       end
 
+      # Gives every held head at most `seconds` more (the worker is
+      # stopping). Accept order stays deadline order.
+      # @param seconds [Numeric]
+      # @param reason [String] for the 408's log line
+      def hurry(seconds, reason)
+        at = Clock.now + seconds
+        @by_client.each_value { |pending| pending.reader.expire_head!(reason, at: at) }
+      end
+
       # Closes every held connection (the worker stops, or this is a fork
       # that must not keep them open: the client would never see the close).
       def close_all

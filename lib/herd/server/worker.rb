@@ -24,6 +24,9 @@ module Herd
     class Worker
       include RoleAccessors
 
+      # Seconds a stopping worker still gives the heads of connections it holds.
+      STOP_GRACE = 2
+
       # @param link [Link] to the monitor
       # @param listeners [Array<Listener>]
       # @param app [#call]
@@ -108,7 +111,20 @@ module Herd
             end
           end
         end
-        @pending.close_all
+        finish_pending
+      end
+
+      # A stop is graceful for connections already accepted: closing one
+      # whose request is on its way would reset its client (a HUP reload
+      # under load did). Their heads get STOP_GRACE more seconds at most,
+      # then 408; nothing new is accepted.
+      def finish_pending
+        @pending.hurry(STOP_GRACE, "the worker is stopping and the request head was not complete #{STOP_GRACE} s later")
+        until @pending.empty?
+          ready, = IO.select(@pending.clients, nil, nil, @pending.wait_at_most(STOP_GRACE))
+          serve_expired
+          ready&.each { |io| (pending = @pending[io]) && continue_pending(pending) }
+        end
       end
 
       # Under load the next connection is usually waiting already, its head
