@@ -61,14 +61,15 @@ class SlowClientsTest < Herd::Test
     @slow.drop(1).each { |socket| assert_equal :wait_readable, socket.read_nonblock(1, exception: false) }
   end
 
-  def test_a_graceful_stop_serves_the_heads_it_holds
+  # Closing a held connection on stop would reset a client whose request
+  # is on its way: its head gets STOP_GRACE more seconds, then 408.
+  def test_a_graceful_stop_answers_the_heads_it_holds
     start("http read_timeout: 30\n")
     open_slow(1)
     assert_match(%r{\AHTTP/1.1 200 }, @server.get("/")) # accepted after the slow one: it is held
     @server.signal("QUIT")
-    @server.wait_for(/stop|QUIT/i)
-    @slow.first.write("1\r\n\r\n")
-    assert_match(%r{\AHTTP/1.1 200 .*path=/slow\n\z}m, @slow.first.read, "served, not reset")
+    assert_match(%r{\AHTTP/1.1 408 }, @slow.first.read, "answered, not reset")
+    @server.wait_for(/408 Request Timeout for 127\.0\.0\.1: the worker is stopping/)
     @server.wait
   end
 end
