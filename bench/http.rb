@@ -4,7 +4,11 @@
 # requests/s and p50/p99 latency for a hello-world app and a small realistic
 # one (bench/http/shop.ru), each server started afresh per repetition.
 #
-#   bundle exec ruby bench/http.rb [--reps N] [--duration S] [--only herd,puma] [--apps hello,shop]
+#   bundle exec ruby bench/http.rb [--reps N] [--duration S] [--only herd,puma] [--apps hello,shop] [--baseline REF]
+#
+# --baseline REF also runs herd as it was at git revision REF (its lib/ and
+# exe/, extracted with git archive), as server "herd@REF", in the same run:
+# a change to the hot path is measured against what it changes.
 #
 # Needs wrk (apt-get install wrk) and the optional bench group for the peers
 # (bundle config set --local with bench && bundle install); a missing peer is
@@ -32,11 +36,14 @@ OptionParser.new do |opts|
   end
   opts.on("--only LIST", Array, "servers (#{options[:only].join(",")})") { |list| options[:only] = list }
   opts.on("--apps LIST", Array, "apps (#{options[:apps].join(",")})") { |list| options[:apps] = list }
+  opts.on("--baseline REF", "also run herd at this git revision, as herd@REF") { |ref| options[:baseline] = ref }
 end.parse!
 
 wrk_version = HttpBench::Wrk.version
 abort "bench/http: #{HttpBench::Wrk::INSTALL_HINT}" unless wrk_version
 servers = HttpBench::SERVERS.select { |server| options[:only].include?(server.name) }
+baseline_dir = options[:baseline] && HttpBench.extract_herd(options[:baseline])
+servers.insert(1, HttpBench.baseline_server(options[:baseline], baseline_dir)) if baseline_dir
 apps = HttpBench::APPS.select { |app| options[:apps].include?(app.name) }
 abort "bench/http: no such server or app in --only/--apps" if servers.empty? || apps.empty?
 servers.each { |server| warn "#{server.name}: #{server.missing ? "skipped: #{server.missing}" : server.version}" }
@@ -85,5 +92,7 @@ markdown = <<~MD
   #{summary.raw_markdown}
 MD
 paths = Bench::Report.write("http", markdown: markdown,
-  data: {environment: env, summary: summary.data, targets: summary.targets, measurements: measurements})
+  data: {environment: env, summary: summary.data, targets: summary.targets, hot_path_targets: summary.hot_path_targets,
+         measurements: measurements})
+FileUtils.rm_rf(baseline_dir) if baseline_dir
 warn "wrote #{paths.join(" and ")}"

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "shellwords"
+require "tmpdir"
 require_relative "support"
 
 module HttpBench
@@ -21,6 +23,21 @@ module HttpBench
   end
 
   CONFIG = __dir__
+
+  # herd's lib/ and exe/ at git revision `ref`, in a new temporary directory.
+  # @return [String] the directory
+  def self.extract_herd(ref)
+    dir = Dir.mktmpdir("herd-#{ref}")
+    ok = system("git archive #{ref.shellescape} lib exe | tar -x -C #{dir.shellescape}", chdir: ROOT)
+    abort "bench/http: cannot extract herd at #{ref} (git archive failed)" unless ok
+    dir
+  end
+
+  # herd as extracted by {extract_herd}, run with the same bundle.
+  def self.baseline_server(ref, dir)
+    Server.new(name: "herd@#{ref}", gem: nil, port: :zero, ready: SERVERS.first.ready, stop: "QUIT",
+      argv: ->(app, _port) { %W[bundle exec ruby -I #{dir}/lib #{dir}/exe/herd serve #{app} -w 2 -l #{HOST}:0] })
+  end
 
   SERVERS = [
     Server.new(name: "herd", gem: nil, port: :zero, ready: /ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/, stop: "QUIT",

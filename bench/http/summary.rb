@@ -35,8 +35,36 @@ module HttpBench
       end
     end
 
+    # Issue #19's hot-path goal: CPU per request no more than Unicorn's,
+    # req/s at least 1.1x the best of Unicorn, Puma and Pitchfork.
+    # @return [Hash{String => Hash}] app => figures and checks (nil when a server is missing)
+    def hot_path_targets
+      data.transform_values do |by_server|
+        herd = by_server[BASELINE]
+        unicorn = by_server["unicorn"]
+        peers = %w[unicorn puma pitchfork].filter_map { |name| by_server[name]&.dig(:rps, :median) }
+        next nil unless herd&.dig(:rps) && unicorn&.dig(:rps) && peers.size == 3
+
+        cpu = herd[:cpu_us_per_request][:workers] + herd[:cpu_us_per_request][:others]
+        unicorn_cpu = unicorn[:cpu_us_per_request][:workers] + unicorn[:cpu_us_per_request][:others]
+        {cpu: cpu.round(1), unicorn_cpu: unicorn_cpu.round(1), cpu_met: cpu <= unicorn_cpu,
+         rps: herd[:rps][:median].round, best_peer_rps: peers.max.round, rps_ratio: (herd[:rps][:median] / peers.max).round(2),
+         rps_met: herd[:rps][:median] >= 1.1 * peers.max}
+      end
+    end
+
     def markdown
-      @apps.map { |app| app_markdown(app) }.join("\n") + targets_markdown
+      @apps.map { |app| app_markdown(app) }.join("\n") + targets_markdown + hot_path_markdown
+    end
+
+    def hot_path_markdown
+      lines = hot_path_targets.map do |app, t|
+        next "- #{app}: not evaluated (herd, unicorn, puma and pitchfork must all run)" unless t
+
+        "- #{app}: CPU µs/req #{t[:cpu]} vs Unicorn #{t[:unicorn_cpu]} (#{t[:cpu_met] ? "**met**" : "**not met**"}); " \
+          "req/s #{t[:rps]} = #{t[:rps_ratio]}x the best peer's #{t[:best_peer_rps]} (#{t[:rps_met] ? "**met**" : "**not met**"}, goal 1.1x)"
+      end
+      "\n### Issue #19 goal: CPU µs/req ≤ Unicorn's, req/s ≥ 1.1x the best of Unicorn, Puma, Pitchfork (medians)\n\n#{lines.join("\n")}\n"
     end
 
     # Measurements left out of the medians, and servers that did not stop cleanly.

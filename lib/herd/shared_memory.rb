@@ -67,7 +67,9 @@ module Herd
     def write_int(offset, value)
       scratch = (@scratch ||= String.new(capacity: SLOT, encoding: Encoding::BINARY))
       scratch.clear
-      [value].pack("q", buffer: scratch)
+      values = (@one_value ||= [0]) # reused too: no Array per write
+      values[0] = value
+      values.pack("q", buffer: scratch)
       @address[offset, SLOT] = scratch
     end
 

@@ -50,5 +50,51 @@ module Herd
       @client.write("Host: example.com\r\n\r\n")
       assert_equal HEAD, thread.value
     end
+
+    # What a worker asks of a connection it holds: can read_head run now
+    # without waiting?
+    def test_head_decided_reads_without_waiting_until_the_head_is_there
+      reader = Reader.new(@server, 5)
+      refute reader.head_decided?(8192, 65536), "nothing sent yet"
+      @client.write(HEAD)
+      assert reader.head_decided?(8192, 65536)
+      assert_equal HEAD, reader.read_head(8192, 65536)
+    end
+
+    def test_head_decided_a_byte_at_a_time
+      reader = Reader.new(@server, 5)
+      decided = HEAD.each_char.map do |byte|
+        @client.write(byte)
+        reader.head_decided?(8192, 65536)
+      end
+      assert_equal [false] * (HEAD.size - 1) + [true], decided
+      assert_equal HEAD, reader.read_head(8192, 65536)
+    end
+
+    def test_head_decided_for_what_can_be_refused_already
+      too_long = Reader.new(@server, 5)
+      @client.write("GET /#{"a" * 100}")
+      assert too_long.head_decided?(64, 65536)
+      assert_equal 414, assert_raises(HTTP::RequestError) { too_long.read_head(64, 65536) }.status
+
+      client, server = UNIXSocket.pair
+      closed = Reader.new(server, 5)
+      client.write("GET / HTTP/1.1\r\n")
+      client.close
+      refute closed.head_decided?(8192, 65536), "the bytes before the close"
+      assert closed.head_decided?(8192, 65536), "the close"
+      assert_equal 400, assert_raises(HTTP::RequestError) { closed.read_head(8192, 65536) }.status
+    ensure
+      server&.close
+    end
+
+    def test_an_expired_head_gets_408_at_once_with_the_reason
+      reader = Reader.new(@server, 30)
+      @client.write("GET / HTTP/1.1\r\n")
+      refute reader.head_decided?(8192, 65536)
+      reader.expire_head!("made room")
+      error = assert_raises(HTTP::RequestError) { reader.read_head(8192, 65536) }
+      assert_equal [408, "made room"], [error.status, error.message]
+    end
   end
 end

@@ -13,7 +13,14 @@ module Herd
 
       # @param options [Options]
       def initialize(options)
-        @errors = options.errors
+        # The entries every env has, set with one Hash#update (C) instead of
+        # one []= each.
+        @constant = {
+          "SCRIPT_NAME" => "", "SERVER_SOFTWARE" => SERVER_SOFTWARE, "rack.errors" => options.errors,
+          "rack.hijack?" => true, "rack.multithread" => false, "rack.multiprocess" => true, "rack.run_once" => false
+        }
+        @constant["rack.version"] = Rack::VERSION if RACK2
+        @constant.freeze
       end
 
       # The request's header hash becomes the env (no copy).
@@ -31,24 +38,17 @@ module Herd
           env["CONTENT_LENGTH"] = input_size.to_s
           env["herd.trailers"] = trailers || {}
         end
+        env.update(@constant)
         env["REQUEST_METHOD"] = request.method
-        env["SCRIPT_NAME"] = ""
         env["PATH_INFO"] = request.path
         env["QUERY_STRING"] = request.query
         env["SERVER_NAME"] = connection.server_name
         env["SERVER_PORT"] = connection.server_port
         env["SERVER_PROTOCOL"] = request.version
-        env["SERVER_SOFTWARE"] = SERVER_SOFTWARE
         env["REMOTE_ADDR"] = connection.remote_addr
         env["rack.url_scheme"] = connection.url_scheme
         env["rack.input"] = input
-        env["rack.errors"] = @errors
-        env["rack.hijack?"] = true
         env["rack.response_finished"] = []
-        env["rack.multithread"] = false
-        env["rack.multiprocess"] = true
-        env["rack.run_once"] = false
-        env["rack.version"] = Rack::VERSION if RACK2
         env
       end
     end

@@ -20,6 +20,8 @@ module Herd
     #   @return [Integer] bodies up to this size stay in memory (StringIO), larger ones go to an unlinked Tempfile
     # @!attribute [r] read_timeout
     #   @return [Numeric] seconds a client has to send its whole head, and at most between two reads of its body; then 408
+    # @!attribute [r] max_pending_heads
+    #   @return [Integer] connections a `herd serve` worker holds while their request heads arrive (slow clients); one more makes the oldest get 408
     # @!attribute [r] early_hints
     #   @return [Boolean] whether env["rack.early_hints"] is offered (HTTP/1.1 requests only)
     # @!attribute [r] errors
@@ -28,7 +30,7 @@ module Herd
     #   @return [#call, #puts, #write, nil] gets one line per error; nil: {errors}
     Options = Struct.new(
       :max_request_line, :max_header_count, :max_header_bytes, :max_body,
-      :body_spool_threshold, :read_timeout, :early_hints, :errors, :logger,
+      :body_spool_threshold, :read_timeout, :max_pending_heads, :early_hints, :errors, :logger,
       keyword_init: true
     ) do
       # Defaults; `errors` is taken from $stderr when the options are built.
@@ -40,6 +42,7 @@ module Herd
           max_body: nil,
           body_spool_threshold: 112 * 1024,
           read_timeout: 30,
+          max_pending_heads: 64,
           early_hints: false,
           errors: $stderr,
           logger: nil
@@ -57,7 +60,7 @@ module Herd
       private
 
       def validate
-        %i[max_request_line max_header_count max_header_bytes].each { |name| positive_integer(name) }
+        %i[max_request_line max_header_count max_header_bytes max_pending_heads].each { |name| positive_integer(name) }
         non_negative_integer(:body_spool_threshold)
         non_negative_integer(:max_body) unless max_body.nil?
         invalid(:read_timeout, "a positive number of seconds") unless read_timeout.is_a?(Numeric) && read_timeout.positive?

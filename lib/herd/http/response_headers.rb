@@ -22,6 +22,13 @@ module Herd
       SPLIT_NEWLINES = Gem::Version.new(Rack.release) < Gem::Version.new("3")
       DIGITS = /\A\d+\z/
       EMPTY = ""
+      # Names already checked (tokens, not "rack."), with their kind
+      # (:field for one herd does not look at). Applications send the same
+      # few names with every response: a Hash lookup instead of a regex and
+      # a classification per header. Bounded: names an application makes up
+      # per response are checked every time once it is full.
+      CHECKED_NAMES = {}
+      CHECKED_NAMES_LIMIT = 512
 
       # @return [String] "name: value\r\n" lines
       attr_reader :lines
@@ -53,21 +60,32 @@ module Herd
       private
 
       def add(name, value)
-        raise InvalidResponse, "header name #{name.inspect} is not a String" unless name.is_a?(String)
-        return special(name, value) if name.start_with?("rack.")
-        raise InvalidResponse, "header name #{name.inspect} is not a token" unless TOKEN.match?(name)
+        kind = CHECKED_NAMES[name] || check_name(name)
+        return special(name, value) if kind == :rack
 
         if value.is_a?(String) && !(@split_newlines && value.include?("\n"))
-          add_value(name, value) # the usual case: one String, nothing to build
+          add_value(name, value, kind) # the usual case: one String, nothing to build
         else
-          values(name, value).each { |item| add_value(name, item) }
+          values(name, value).each { |item| add_value(name, item, kind) }
         end
       end
 
-      def add_value(name, value)
+      # @return [Symbol] the name's kind (:rack for "rack." names, never remembered)
+      def check_name(name)
+        raise InvalidResponse, "header name #{name.inspect} is not a String" unless name.is_a?(String)
+        return :rack if name.start_with?("rack.")
+        raise InvalidResponse, "header name #{name.inspect} is not a token" unless TOKEN.match?(name)
+
+        kind = kind(name) || :field
+        CHECKED_NAMES[name] = kind if CHECKED_NAMES.size < CHECKED_NAMES_LIMIT
+        kind
+      end
+
+      def add_value(name, value, kind)
         raise InvalidResponse, "header #{name} has a control character (CR, LF, NUL...) in #{value.inspect}" if INVALID_FIELD_VALUE.match?(value)
 
-        case (kind = kind(name))
+        case kind
+        when :field then @lines << name << ": " << value << "\r\n"
         when :connection then @connection = @connection ? "#{@connection}, #{value}" : value
         when :keep_alive then nil
         else

@@ -78,7 +78,7 @@ module Herd
 
       # Writes 100 Continue (the client waits for it before sending its body).
       def continue
-        write_raw(CONTINUE)
+        write_one(CONTINUE)
       end
 
       # Writes a 103 Early Hints response (HTTP/1.1 only; ignored once the
@@ -169,7 +169,7 @@ module Herd
         elsif body.respond_to?(:each)
           write_head(status, fields, @http11 ? "transfer-encoding: chunked\r\n" : nil)
           body.each { |part| @http11 ? write_chunk(part) : write_part(part) }
-          write_raw(LAST_CHUNK) if @http11
+          write_one(LAST_CHUNK) if @http11
         else
           stream(status, fields, body, chunked: @http11)
         end
@@ -184,8 +184,8 @@ module Herd
           write_head_and_parts(status, head, parts, length)
         else
           commit(status)
-          write_raw(head)
-          parts.each { |part| write_raw(part) }
+          write_one(head)
+          parts.each { |part| write_one(part) }
           @bytes_sent += length
         end
       end
@@ -197,7 +197,7 @@ module Herd
         # bytes above 127 could raise Encoding::CompatibilityError.
         if length <= MAX_COPIED_BODY && parts.all?(&:ascii_only?)
           parts.each { |part| head << part }
-          write_raw(head)
+          write_one(head)
         else
           write_raw(head, *parts)
         end
@@ -225,13 +225,16 @@ module Herd
       def write_head(status, fields, framing = nil)
         head = head(status, fields, framing)
         commit(status)
-        write_raw(head)
+        write_one(head)
       end
 
       def head(status, fields, framing)
         head = STATUS_LINES[status].dup
         head << fields.lines
         head << framing if framing
+        # The usual end of a head, one String per second.
+        return head << HTTPDate.closing_lines unless fields.date || status == 101
+
         head << "date: " << HTTPDate.now << CRLF unless fields.date
         # 101 Switching Protocols carries the application's "connection: upgrade".
         head << "connection: " << ((status == 101 && fields.connection) || "close") << CRLF
@@ -250,7 +253,7 @@ module Herd
         part = string_part(part)
         return if part.empty?
 
-        write_raw(part)
+        write_one(part)
         @bytes_sent += part.bytesize
       end
 
@@ -270,6 +273,13 @@ module Herd
 
       def send_file(path, length)
         @bytes_sent += IO.copy_stream(path, @io, length)
+      rescue *CLIENT_GONE => e
+        raise ClientDisconnected, "client went away: #{e.message}"
+      end
+
+      # One String: no Array for a splat (two per response otherwise).
+      def write_one(string)
+        @io.write(string)
       rescue *CLIENT_GONE => e
         raise ClientDisconnected, "client went away: #{e.message}"
       end

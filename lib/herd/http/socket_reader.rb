@@ -44,6 +44,49 @@ module Herd
         @timeout = timeout
         @buffer = EMPTY
         @received = false
+        # The head's clock starts when the reader is made (at accept): a
+        # worker holding a slow client's connection counts from then too.
+        @head_deadline = Clock.now + timeout
+        @scanned = 0
+        @ended = false
+      end
+
+      # @return [Float] when the whole head must be there ({Clock.now} seconds)
+      attr_reader :head_deadline
+
+      # Reads what the socket has now, without waiting, and says whether
+      # {#read_head} can run without waiting: the head is complete, or it can
+      # be refused already (invalid so far, connection closed or reset, time
+      # is up). A worker holds connections for which this is false and serves
+      # others meanwhile.
+      # @return [Boolean]
+      def head_decided?(max_request_line, max_header_bytes)
+        return true if @ended
+        unless @buffer.empty? # the first look, usually: nothing to check yet
+          return true if @buffer.index(HEAD_END, @scanned)
+
+          check_partial_head(max_request_line, max_header_bytes, @scanned)
+          @scanned = [@buffer.bytesize - 3, 0].max
+        end
+        data = @io.read_nonblock(READ_SIZE, SocketReader.scratch, exception: false)
+        return @ended = true if data.nil? # EOF: read_head says what it means
+        return Clock.now >= @head_deadline unless data.is_a?(String) # :wait_readable (or TLS's :wait_writable)
+
+        append(data)
+        @buffer.index(HEAD_END, @scanned) ? true : head_decided_without_reading(max_request_line, max_header_bytes)
+      rescue RequestError, SystemCallError, IOError
+        @ended = true # read_head raises the same again, or ClientDisconnected
+      end
+
+      # Ends the head's time now: {#read_head} answers 408 unless the head
+      # is complete (the worker makes room for a newer connection).
+      # @param reason [String] for the 408's log line
+      # @param at [Float] the new deadline ({Clock.now} seconds), if earlier than the current one
+      def expire_head!(reason, at: Clock.now)
+        return if at >= @head_deadline
+
+        @head_deadline = at
+        @expired_because = reason
       end
 
       # @return [Boolean] whether any byte was received
@@ -56,16 +99,20 @@ module Herd
       # @return [String, nil] the head (binary), nil if the client closed before sending anything
       # @raise [RequestError] 414, 431, 400 (bare CR/LF, EOF inside the head), 408
       def read_head(max_request_line, max_header_bytes)
-        deadline = Clock.now + @timeout
-        from = 0
+        deadline = @head_deadline
+        from = @scanned
         loop do
           if (ending = @buffer.index(HEAD_END, from))
             head = take(ending + 4)
+            @scanned = 0 # what follows is another head (tests read pipelined ones)
+            @expired_because = nil
             check_head_size(head, head.index(CRLF), max_request_line, max_header_bytes)
             return head
           end
-          check_partial_head(max_request_line, max_header_bytes, from)
-          from = [@buffer.bytesize - 3, 0].max
+          unless @buffer.empty?
+            check_partial_head(max_request_line, max_header_bytes, from)
+            from = [@buffer.bytesize - 3, 0].max
+          end
           next if fill(deadline)
           return nil unless @received
 
@@ -207,6 +254,18 @@ module Herd
         raise ClientDisconnected, e.message
       end
 
+      def append(data)
+        @received = true
+        @buffer.empty? ? (@buffer = String.new(data, capacity: data.bytesize)) : @buffer << data
+      end
+
+      # After a read: whether what is buffered can be refused already.
+      def head_decided_without_reading(max_request_line, max_header_bytes)
+        check_partial_head(max_request_line, max_header_bytes, @scanned)
+        @scanned = [@buffer.bytesize - 3, 0].max
+        false
+      end
+
       # Reads more into the buffer, waiting at most `timeout` seconds for it.
       def fill_idle
         fill(Clock.now + @timeout) or raise RequestError.new(400, "connection closed inside the request")
@@ -217,8 +276,7 @@ module Herd
         loop do
           data = @io.read_nonblock(READ_SIZE, SocketReader.scratch, exception: false)
           if data.is_a?(String)
-            @received = true
-            @buffer.empty? ? (@buffer = String.new(data, capacity: data.bytesize)) : @buffer << data
+            append(data)
             return true
           end
           return false if data.nil?
@@ -233,7 +291,7 @@ module Herd
       def wait(what, deadline)
         remaining = deadline - Clock.now
         ready = remaining.positive? && ((what == :wait_writable) ? @io.wait_writable(remaining) : @io.wait_readable(remaining))
-        raise RequestError.new(408, "timed out waiting #{@timeout} s for the client") unless ready
+        raise RequestError.new(408, @expired_because || "timed out waiting #{@timeout} s for the client") unless ready
       end
     end
   end

@@ -29,14 +29,15 @@ module Herd
       # @param client [IO]
       # @param connection [Connection] remote address, server name and port, URL scheme
       # @param on_request [#call, nil] called with (method, target) once the head is parsed
-      def initialize(handler, client, connection, on_request)
+      # @param reader [SocketReader, nil] the one that read the first bytes already (a worker's held connection)
+      def initialize(handler, client, connection, on_request, reader = nil)
         @handler = handler
         @options = handler.options
         @log = handler.log
         @client = client
         @connection = connection
         @on_request = on_request
-        @reader = SocketReader.new(client, @options.read_timeout)
+        @reader = reader || SocketReader.new(client, @options.read_timeout)
         @writer = ResponseWriter.new(client)
         @exchange = Exchange.new
         @exchange.bytes_sent = 0

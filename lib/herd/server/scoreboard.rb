@@ -43,14 +43,17 @@ module Herd
         @memory.write(number * SLOT_BYTES, "\0" * LABEL_OFFSET)
       end
 
-      # Worker side: a request started. The label is "METHOD target", written
-      # in pieces (no String built per request).
+      # Worker side: a request started. The label is "METHOD target", put
+      # together in a reused buffer (no String per request) and written at
+      # once, then its length, then the start time (the monitor reads a label
+      # only once the start time is set).
       def busy(number, method, target)
         base = number * SLOT_BYTES
-        length = label_piece(base, 0, method)
-        length = label_piece(base, length, " ")
-        length = label_piece(base, length, target)
-        @memory.write_int(base + 8, length)
+        label = (@label ||= String.new(capacity: LABEL_MAX + 16, encoding: Encoding::BINARY))
+        label.clear.force_encoding(Encoding::BINARY) << method << " " << target
+        label = label.byteslice(0, LABEL_MAX) if label.bytesize > LABEL_MAX
+        @memory.write(base + LABEL_OFFSET, label)
+        @memory.write_int(base + 8, label.bytesize)
         @memory.write_int(base, now_us)
       end
 
@@ -79,17 +82,6 @@ module Herd
       end
 
       private
-
-      # Writes what fits of `piece` at `offset` in the label.
-      # @return [Integer] the label's length after it
-      def label_piece(base, offset, piece)
-        room = LABEL_MAX - offset
-        return offset if room <= 0
-
-        piece = piece.byteslice(0, room) if piece.bytesize > room
-        @memory.write(base + LABEL_OFFSET + offset, piece)
-        offset + piece.bytesize
-      end
 
       def now_us
         Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)

@@ -10,6 +10,7 @@ require_relative "out_of_band_gc"
 require_relative "child_signals"
 require_relative "connection_release"
 require_relative "log_files"
+require_relative "pending_connections"
 require_relative "../process_exit"
 require_relative "../fork_safety"
 
@@ -17,10 +18,16 @@ module Herd
   module Server
     # A worker process: accepts connections and serves one request at a time.
     # Control messages from the monitor (soft signals) are read between
-    # requests, so a request is never interrupted by them.
+    # requests, so a request is never interrupted by them. A connection whose
+    # request head is not all there yet is held ({PendingConnections}) and
+    # watched with the listeners, so slow clients never stand between the
+    # application and the clients that are ready.
     # @api private
     class Worker
       include RoleAccessors
+
+      # Seconds a stopping worker still gives the heads of connections it holds.
+      STOP_GRACE = 2
 
       # @param link [Link] to the monitor
       # @param listeners [Array<Listener>]
@@ -50,7 +57,12 @@ module Herd
         @link.send_message([:hello, Process.pid, @info.number, @info.generation])
         ForkSafety.on_unsafe { |reason| @link.send_message([:fork_unsafe, reason]) }
         hooks.run(:after_fork, log, role, @context, @info)
-        @handler = HTTP::Handler.new(@app, HTTP::Options.new(**config.http_options))
+        options = HTTP::Options.new(**config.http_options)
+        @handler = HTTP::Handler.new(@app, options)
+        @pending = PendingConnections.new(options.max_pending_heads)
+        @read_timeout = options.read_timeout
+        @max_request_line = options.max_request_line
+        @max_header_bytes = options.max_header_bytes
         @on_request = method(:report_busy) # made once: a block would be a new Proc per request
         @request_hooks = hooks.any?(:after_request_complete)
         @access_log = AccessLog.open(config.access_log)
@@ -84,9 +96,11 @@ module Herd
 
       def serve
         sockets = @listeners.to_h { |listener| [listener.socket, listener] }
-        watched = sockets.keys + [@link.io, @signals.io]
+        own = sockets.keys + [@link.io, @signals.io]
         until @stopping
-          ready, = IO.select(watched, nil, nil, 1)
+          watched = @pending.empty? ? own : own + @pending.clients
+          ready, = IO.select(watched, nil, nil, @pending.wait_at_most(1))
+          serve_expired unless @pending.empty?
           next title unless ready # idle: let ps show the count of the last burst
 
           ready.each do |io|
@@ -94,22 +108,67 @@ module Herd
 
             if io == @link.io then read_link
             elsif io == @signals.io then handle_signals
-            else accept(sockets.fetch(io))
+            elsif (listener = sockets[io]) then accept(listener)
+            elsif (pending = @pending[io]) then continue_pending(pending)
             end
           end
         end
+        finish_pending
       end
 
-      # Under load the next connection is usually waiting already: take it
-      # without another IO.select, until there is none or we must stop.
+      # A stop is graceful for connections already accepted: closing one
+      # whose request is on its way would reset its client (a HUP reload
+      # under load did). Their heads get STOP_GRACE more seconds at most,
+      # then 408; nothing new is accepted.
+      def finish_pending
+        @pending.hurry(STOP_GRACE, "the worker is stopping and the request head was not complete #{STOP_GRACE} s later")
+        until @pending.empty?
+          ready, = IO.select(@pending.clients, nil, nil, @pending.wait_at_most(STOP_GRACE))
+          serve_expired
+          ready&.each { |io| (pending = @pending[io]) && continue_pending(pending) }
+        end
+      end
+
+      # Under load the next connection is usually waiting already, its head
+      # with it: take it without another IO.select, until there is none or
+      # we must stop. While connections are held, back to IO.select after
+      # each one, so that their heads are read as they come.
       def accept(listener)
         until @stopping
           client, remote = listener.accept
           return unless client
 
-          serve_client(client, remote, listener)
-          read_link_now_and_then
+          reader = HTTP::SocketReader.new(client, @read_timeout)
+          if reader.head_decided?(@max_request_line, @max_header_bytes)
+            serve_client(client, remote, listener, reader)
+            read_link_now_and_then
+          else
+            hold(PendingConnections::Pending.new(client, remote, listener, reader))
+          end
+          return unless @pending.empty?
         end
+      end
+
+      def hold(pending)
+        oldest = @pending.hold(pending) or return
+
+        oldest.reader.expire_head!("#{@pending.limit} connections (max_pending_heads) were waiting for their request head; the oldest made room")
+        serve_pending(oldest)
+      end
+
+      def continue_pending(pending)
+        serve_pending(@pending.take(pending)) if pending.reader.head_decided?(@max_request_line, @max_header_bytes)
+      end
+
+      # Their head's time is up: the handler answers 408 (or serves a head
+      # that came complete at the last moment).
+      def serve_expired
+        @pending.take_expired.each { |pending| serve_pending(pending) }
+      end
+
+      def serve_pending(pending)
+        serve_client(pending.client, pending.remote, pending.listener, pending.reader)
+        read_link_now_and_then
       end
 
       # A stop must be seen between requests, but a recvmsg per request is a
@@ -123,9 +182,9 @@ module Herd
         handle_signals
       end
 
-      def serve_client(client, remote, listener)
+      def serve_client(client, remote, listener, reader)
         exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
-          server_port: listener.port_string, url_scheme: "http", on_request: @on_request)
+          server_port: listener.port_string, url_scheme: "http", on_request: @on_request, reader: reader)
         @info.requests += 1
         report_idle
         title_now_and_then
@@ -191,9 +250,11 @@ module Herd
         mold = Mold.new(generation: generation, listeners: @listeners, context: @context, parent_cold: @fresh_mold)
         access_log = @access_log
         signals = @signals
+        pending = @pending
         Forking.double_fork do
           @link.io.close
           access_log&.close # the new mold's workers open their own
+          pending.close_all # or their clients would never see this worker's close
           mold.run_promoted(Link.new(mold_io), @app, signals)
         end
         mold_io.close

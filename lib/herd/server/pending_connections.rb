@@ -1,0 +1,110 @@
+# frozen_string_literal: true
+
+require_relative "../clock"
+
+module Herd
+  module Server
+    # The connections a worker accepted whose request head is still
+    # arriving. The worker watches them with its listeners and hands one to
+    # the application only once its head is complete (or can be refused), so
+    # a client sending a byte per second holds a descriptor, never the
+    # worker (slowloris). At most `limit` of them: one more makes room by
+    # taking out the oldest, whose head is then answered with 408.
+    #
+    # Kept in accept order, which is also deadline order (every head gets
+    # the same read_timeout from its accept): the first is the next to expire.
+    class PendingConnections
+      # One held connection: what serving it needs later.
+      Pending = Struct.new(:client, :remote, :listener, :reader)
+
+      # @return [Integer]
+      attr_reader :limit
+
+      # @param limit [Integer] connections held at most (max_pending_heads)
+      def initialize(limit)
+        @limit = limit
+        @by_client = {}
+        @clients = nil
+      end
+
+      # @return [Boolean]
+      def empty?
+        @by_client.empty?
+      end
+
+      # @return [Integer]
+      def size
+        @by_client.size
+      end
+
+      # @param client [IO]
+      # @return [Pending, nil]
+      def [](client)
+        @by_client[client]
+      end
+
+      # @return [Array<IO>] the client sockets, for IO.select (the same Array until the set changes)
+      def clients
+        @clients ||= @by_client.keys
+      end
+
+      # Holds a connection.
+      # @param pending [Pending]
+      # @return [Pending, nil] the oldest, taken out to make room: the caller answers it
+      def hold(pending)
+        evicted = take(@by_client.first[1]) if @by_client.size >= @limit
+        @by_client[pending.client] = pending
+        @clients = nil
+        evicted
+      end
+
+      # @param pending [Pending]
+      # @return [Pending]
+      def take(pending)
+        @by_client.delete(pending.client)
+        @clients = nil
+        pending
+      end
+
+      # @param max [Numeric] seconds
+      # @return [Numeric] how long to wait for IO before the oldest head's deadline, at most `max`
+      def wait_at_most(max)
+        oldest = @by_client.first or return max
+        (oldest[1].reader.head_deadline - Clock.now).clamp(0, max)
+      end
+
+      # @return [Array<Pending>] those whose head deadline has passed, taken out
+      def take_expired
+        now = Clock.now
+        expired = []
+        @by_client.each_value do |pending|
+          break if pending.reader.head_deadline > now
+
+          expired << pending
+        end
+        expired.each { |pending| take(pending) }
+      end
+
+      # Gives every held head at most `seconds` more (the worker is
+      # stopping). Accept order stays deadline order.
+      # @param seconds [Numeric]
+      # @param reason [String] for the 408's log line
+      def hurry(seconds, reason)
+        at = Clock.now + seconds
+        @by_client.each_value { |pending| pending.reader.expire_head!(reason, at: at) }
+      end
+
+      # Closes every held connection (the worker stops, or this is a fork
+      # that must not keep them open: the client would never see the close).
+      def close_all
+        @by_client.each_key do |client|
+          client.close
+        rescue IOError, SystemCallError
+          nil
+        end
+        @by_client.clear
+        @clients = nil
+      end
+    end
+  end
+end
