@@ -40,8 +40,10 @@ class TopTest < Herd::Test
       "env", "TERM=#{term}", *herd)
   end
 
-  def screen
-    IO.popen(["tmux", "-S", @tmux, "capture-pane", "-p"], &:read)
+  # history: also the lines scrolled off (tmux's "Pane is dead" line, under
+  # remain-on-exit, can push a snapshot's first line up)
+  def screen(history: false)
+    IO.popen(["tmux", "-S", @tmux, "capture-pane", "-p", *(history ? ["-S", "-"] : [])], &:read)
   end
 
   def pane_dead?
@@ -78,8 +80,9 @@ class TopTest < Herd::Test
     tmux_available!
     start_top(@address, term: "dumb")
     wait_until("herd top to print once and exit") { pane_dead? }
-    assert_equal 1, screen.scan("herd top —").size
-    assert_match(/^worker 0\s+0/, screen)
+    text = screen(history: true)
+    assert_equal 1, text.scan("herd top —").size, text
+    assert_match(/^worker 0\s+0/, text)
   end
 
   def test_a_pipe_gets_one_snapshot_and_errors_are_one_line
