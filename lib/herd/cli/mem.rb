@@ -4,6 +4,8 @@ require "optparse"
 require_relative "../memory"
 require_relative "mem_recorder"
 
+require_relative "terminal"
+
 module Herd
   class CLI
     # `herd mem PID [--tree] [--json] [--watch SECONDS] [--count N] [--record FILE]`
@@ -127,7 +129,7 @@ module Herd
       def render(report, options)
         return report.to_json if options[:json]
 
-        table = report.to_table(width: terminal_width)
+        table = report.to_table(width: Terminal.width(@out))
         note = left_out_note(report)
         note ? "#{table}\n#{note}" : table
       end
@@ -143,16 +145,6 @@ module Herd
 
       def watch_header(options, report)
         "herd mem #{options[:pid]}#{" --tree" if options[:tree]}, every #{options[:watch]}s, #{report.time.strftime("%H:%M:%S")}"
-      end
-
-      def terminal_width
-        return nil unless @out.tty?
-
-        require "io/console"
-        width = @out.winsize[1]
-        width.positive? ? width : nil
-      rescue NotImplementedError, SystemCallError
-        nil
       end
     end
   end

@@ -4,6 +4,8 @@ require "optparse"
 require_relative "../control_client"
 require_relative "top_screen"
 
+require_relative "terminal"
+
 module Herd
   class CLI
     # `herd top ADDRESS` or `herd top --pidfile FILE`: a running server's
@@ -75,7 +77,7 @@ module Herd
       end
 
       def screen(client, address)
-        TopScreen.new(client.stats, width: terminal_width, address: address).to_s
+        TopScreen.new(client.stats, width: Terminal.width(@out), address: address).to_s
       end
 
       def live(client, address, interval)
@@ -103,16 +105,6 @@ module Herd
           key = @input.read_nonblock(16, exception: false)
           return true if key.nil? || (key.is_a?(String) && key.match?(/[qQ\x03\x04]/))
         end
-      end
-
-      def terminal_width
-        return nil unless @out.tty?
-
-        require "io/console"
-        width = @out.winsize[1]
-        width.positive? ? width : nil
-      rescue NotImplementedError, SystemCallError
-        nil
       end
     end
   end
