@@ -8,6 +8,7 @@ require_relative "memory/process_tree"
 module Herd
   # Reads a running server's control endpoint (`control_listen`): what
   # `herd top` shows.
+  # @api private
   class ControlClient
     TIMEOUT = 5
 

@@ -11,6 +11,7 @@ module Herd
     # last rollovers when its control endpoint was reachable), read back as
     # Σ PSS over time split by role or by generation, and the moments a new
     # generation came (refork or reload).
+    # @api private
     class Recording
       # A process's role and generation, from the title ps shows. herd's own
       # titles first; then the peers' (Pitchfork, Unicorn, Puma), so that a

@@ -9,6 +9,7 @@ module Herd
     # and a dashed line where a new generation came (refork or reload).
     # Several recordings share their axes, one panel under the other, so
     # that servers side by side compare at a glance.
+    # @api private
     class SVG
       WIDTH = 960
       PANEL_HEIGHT = 280

@@ -23,6 +23,7 @@ module Herd
     #
     # A UNIX socket is created 0600: the stats name request lines, which may
     # carry what a URL carries.
+    # @api private
     class ControlServer
       READ_TIMEOUT = 2.0
       MAX_HEAD = 8 * 1024

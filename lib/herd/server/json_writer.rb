@@ -8,6 +8,7 @@ module Herd
     # json version would fail to boot ("You have already activated json
     # 2.6.1, but your Gemfile requires json 3.1.0"). The stats are Hashes,
     # Arrays, Strings, Symbols, numbers, booleans and nil: this is enough.
+    # @api private
     module JSONWriter
       ESCAPES = {"\"" => "\\\"", "\\" => "\\\\", "\n" => "\\n", "\r" => "\\r", "\t" => "\\t"}.freeze
       # strftime rather than Time#iso8601, for the same reason ("time").

@@ -11,6 +11,7 @@ module Herd
     # baseline is over the budget) is never reforked for it, since the next
     # generation would start the same; the policy says so once instead of
     # reforking in a loop.
+    # @api private
     class MemoryPolicy
       MIB = 1024 * 1024
       CONDITIONS = %i[shared_below uss_above].freeze

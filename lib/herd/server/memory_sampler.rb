@@ -14,6 +14,7 @@ module Herd
     # the monitor's loop times requests out and replaces dead workers. The
     # reads are system calls, which run without the GVL, so the loop goes on
     # meanwhile; it only ever reads {#latest}, one frozen report.
+    # @api private
     class MemorySampler
       DEFAULT_INTERVAL = 1.0
 

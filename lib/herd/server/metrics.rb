@@ -8,6 +8,7 @@ module Herd
     # by role, worker number and generation, never by pid alone (a pid label
     # would make a new series at every worker replacement; it is there, but
     # next to the stable labels).
+    # @api private
     class Metrics
       COUNTERS = {
         "requests" => "Requests served by every worker since the server started",

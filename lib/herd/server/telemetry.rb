@@ -9,6 +9,7 @@ module Herd
     # long each took. The monitor's parts record into it (they share it
     # through the Context); the control server reads it from its own thread,
     # so every reader gets copies.
+    # @api private
     class Telemetry
       # The reforks and reloads kept for `/stats` (older ones are only counted).
       HISTORY = 20
