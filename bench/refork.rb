@@ -39,11 +39,8 @@ OptionParser.new do |opts|
 end.parse!
 
 publish = lambda do |env, runs, opts|
-  markdown = ReforkBench::Report.new(env: env, runs: runs, options: opts).markdown
-  notes = File.join(__dir__, "refork", "NOTES.md")
-  markdown += "\n#{File.read(notes)}" if File.exist?(notes)
-  puts markdown
-  warn "wrote #{Bench::Report.write(opts[:name], markdown: markdown, data: {environment: env, options: opts, runs: runs}).join(", ")}"
+  Bench::Report.publish(opts[:name], markdown: ReforkBench::Report.new(env: env, runs: runs, options: opts).markdown,
+    notes: File.join(__dir__, "refork", "NOTES.md"), environment: env, options: opts, runs: runs)
 end
 
 if options[:from]

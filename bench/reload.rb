@@ -45,13 +45,9 @@ OptionParser.new do |opts|
   opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
 end.parse!
 
-notes = File.join(__dir__, "reload", "NOTES.md")
 publish = lambda do |env, runs, opts|
-  report = ReloadBench::Report.new(env: env, runs: runs, options: opts)
-  markdown = report.markdown + (File.exist?(notes) ? "\n#{File.read(notes)}" : "")
-  puts markdown
-  paths = Bench::Report.write(opts[:name], markdown: markdown, data: {environment: env, options: opts, runs: runs})
-  warn "wrote #{paths.join(", ")}"
+  Bench::Report.publish(opts[:name], markdown: ReloadBench::Report.new(env: env, runs: runs, options: opts).markdown,
+    notes: File.join(__dir__, "reload", "NOTES.md"), environment: env, options: opts, runs: runs)
 end
 
 if options[:from]

@@ -90,6 +90,17 @@ module Bench
       [md, json].map { |path| relative(path) }
     end
 
+    # A driver's last step: its markdown plus the notes file (when there is
+    # one) printed and written with the runs' JSON.
+    # @return [Array<String>] the paths written
+    def publish(name, markdown:, notes:, environment:, options:, runs:)
+      markdown += "\n#{File.read(notes)}" if File.exist?(notes)
+      puts markdown
+      write(name, markdown: markdown, data: {environment: environment, options: options, runs: runs}).tap do |paths|
+        warn "wrote #{paths.join(", ")}"
+      end
+    end
+
     def relative(path)
       File.expand_path(path).delete_prefix("#{ROOT}/")
     end
