@@ -36,17 +36,23 @@ module Herd
     # their finalizers would do), and ends with exit!.
     #
     # It relies on Ruby running object finalizers after every at_exit hook
-    # (true of every Ruby since 1.8): the finish is a finalizer, registered
-    # now, so whatever order the app registered its hooks in, they all run
-    # first. Other finalizers may not run. HERD_FAST_EXIT=0 turns it off.
+    # (true of every Ruby since 1.8): the finish is a finalizer, so whatever
+    # order the app registered its hooks in, they all run first. Ruby runs
+    # the finalizers left at exit in rounds, until none is left; the finish
+    # steps aside for one round (it registers itself again), so the app's
+    # own finalizers run too. One difference remains: an at_exit hook that
+    # calls exit(n) does not change the status (a finalizer cannot see it).
+    # HERD_FAST_EXIT=0 turns it off.
     # @param status [Integer] the exit status
     # @return [Boolean] whether it is armed
     def arm_fast_finish(status)
       return false if %w[0 false no off].include?(ENV[FAST_FINISH_ENV].to_s.strip.downcase)
 
       @fast_status = status
-      @fast_finish ||= Object.new.tap do |anchor|
-        ObjectSpace.define_finalizer(anchor, FINISH)
+      @fast_rounds_left ||= begin
+        @fast_anchor = Object.new
+        ObjectSpace.define_finalizer(@fast_anchor, FINISH)
+        1
       end
       true
     end
@@ -57,9 +63,17 @@ module Herd
 
     # @api private
     def finish_fast
+      if @fast_rounds_left.to_i.positive?
+        @fast_rounds_left -= 1
+        @fast_anchor = Object.new # kept: a GC must not run the finish early
+        ObjectSpace.define_finalizer(@fast_anchor, FINISH)
+        return
+      end
       close_tempfiles
       flush_all_ios
       exit!(@fast_status || 0)
+    rescue ArgumentError, RuntimeError # a Ruby that refuses finalizers now: its own exit goes on
+      nil
     end
 
     # An immediate end (TERM, INT, a crash, an orphan): no at_exit hook (the

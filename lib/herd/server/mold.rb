@@ -100,7 +100,8 @@ module Herd
         @link.send_message([:ready])
         serve_requests
         ProcessExit.graceful(0)
-      rescue SystemExit
+      rescue SystemExit => e # the app's exit too: its at_exit hooks, then the fast finish
+        ProcessExit.arm_fast_finish(e.status)
         raise
       rescue Exception => e # rubocop:disable Lint/RescueException -- report why the mold did not boot, then leave
         log.error(role, "failed", e)

@@ -74,7 +74,8 @@ module Herd
         # Ruby's exit: the app's at_exit hooks run and its IO buffers are
         # flushed, as when a Unicorn, Puma or Pitchfork worker stops.
         ProcessExit.graceful(0)
-      rescue SystemExit # ProcessExit.graceful above, or the app called exit: a graceful end
+      rescue SystemExit => e # ProcessExit.graceful above, or the app called exit: a graceful end
+        ProcessExit.arm_fast_finish(e.status)
         raise
       rescue Exception => e # rubocop:disable Lint/RescueException -- log why, then leave; the monitor replaces us
         log.error(role, "crashed", e) unless e.is_a?(SignalException)
