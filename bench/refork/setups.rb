@@ -42,7 +42,7 @@ module ReforkBench
     base = RailsBench::SERVERS.find { |s| s.name == "pitchfork" }
     server = base.dup.tap do |s|
       s.env = {"BENCH_REFORK_AFTER" => "false"}
-      s.description = "refork_after false (bench/rails/config/pitchfork.rb)"
+      s.description = "no refork_after: reforks on USR2 only (bench/rails/config/pitchfork.rb)"
     end
     herds << ReloadBench::Reloader.new(server: server, signal: "USR2", done: PITCHFORK_DONE, mold: PITCHFORK_MOLD)
   end
