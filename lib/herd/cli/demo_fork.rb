@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "command"
 require_relative "../fork_hook"
 require_relative "../memory"
 
@@ -10,19 +10,12 @@ module Herd
     # of young objects, forks children with a plain fork and then with herd's,
     # lets each child run one GC (as any child soon does), and prints the
     # memory of the process tree each time with `herd mem --tree`'s table.
-    class DemoFork
+    class DemoFork < Command
       BANNER = "Usage: herd demo fork [--objects N] [--children N]"
 
-      def initialize(out: $stdout, err: $stderr)
-        @out = out
-        @err = err
-      end
+      private
 
-      # @return [Integer] exit status
-      def run(argv)
-        options = parse(argv)
-        return 0 if options[:help]
-
+      def call(options)
         build_heap(options[:objects])
         ForkHook.install
         plain = measure("plain fork", options[:children], ->(child) { Process.fork(prepare_heap: false, &child) })
@@ -32,26 +25,17 @@ module Herd
         0
       end
 
-      private
-
       def parse(argv)
         options = {objects: 1_000_000, children: 2}
-        parser = OptionParser.new do |opts|
-          opts.banner = BANNER
+        parse_options(argv.dup, options) do |opts|
           opts.on("--objects N", Integer, "young objects to build in the parent (default 1,000,000)") { |n| options[:objects] = n }
           opts.on("--children N", Integer, "children per kind of fork (default 2)") { |n| options[:children] = n }
-          opts.on("-h", "--help") do
-            @out.puts(opts)
-            options[:help] = true
-          end
         end
-        parser.parse!(argv.dup)
+        return options if options[:help]
         raise UsageError, "--objects must be at least 1000" if options[:objects] < 1000
         raise UsageError, "--children must be between 1 and 16" unless (1..16).cover?(options[:children])
 
         options
-      rescue OptionParser::ParseError => e
-        raise UsageError, e.message
       end
 
       def build_heap(count)

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "command"
 require "rbconfig"
 require "socket"
 require_relative "../clock"
@@ -11,22 +11,19 @@ module Herd
     # `herd demo`: starts `herd serve` on a demo app whose requests fill
     # inline caches, warms it, shows the tree's memory with herd mem's table,
     # reforks (USR2), warms it again, and shows the memory once more.
-    class DemoServer
+    class DemoServer < Command
       BANNER = "Usage: herd demo [--workers N] [--requests N]   (herd demo fork: the copy-on-write demo)"
       APP = File.expand_path("../../../examples/demo/config.ru", __dir__)
       HERD = File.expand_path("../../../exe/herd", __dir__)
 
-      def initialize(out: $stdout, err: $stderr)
-        @out = out
-        @err = err
+      def initialize(...)
+        super
         @lines = Queue.new
       end
 
-      # @return [Integer] exit status
-      def run(argv)
-        options = parse(argv)
-        return 0 if options[:help]
+      private
 
+      def call(options)
         start_server(options[:workers])
         warm(options[:requests], options[:workers])
         before = show("Generation 0: #{options[:workers]} workers forked from a mold that never served; each warmed its own caches")
@@ -41,25 +38,17 @@ module Herd
         stop_server
       end
 
-      private
-
       def parse(argv)
         options = {workers: 4, requests: 200}
-        OptionParser.new do |opts|
-          opts.banner = BANNER
+        parse_options(argv.dup, options) do |opts|
           opts.on("--workers N", Integer, "worker processes (default 4)") { |n| options[:workers] = n }
           opts.on("--requests N", Integer, "warm-up requests (default 200)") { |n| options[:requests] = n }
-          opts.on("-h", "--help") do
-            @out.puts(opts)
-            options[:help] = true
-          end
-        end.parse!(argv.dup)
+        end
+        return options if options[:help]
         raise UsageError, "--workers must be between 1 and 16" unless (1..16).cover?(options[:workers])
         raise UsageError, "--requests must be at least 10" if options[:requests] < 10
 
         options
-      rescue OptionParser::ParseError => e
-        raise UsageError, e.message
       end
 
       def start_server(workers)

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "command"
 require_relative "../memory"
 require_relative "mem_recorder"
 
@@ -9,7 +9,7 @@ require_relative "terminal"
 module Herd
   class CLI
     # `herd mem PID [--tree] [--json] [--watch SECONDS] [--count N] [--record FILE]`
-    class Mem
+    class Mem < Command
       BANNER = "Usage: herd mem PID [--tree] [--json] [--watch SECONDS] [--count N] [--record FILE]"
       # Moves the cursor home and clears the screen, so a watched table
       # updates in place on a terminal.
@@ -18,29 +18,22 @@ module Herd
       # @param out [IO]
       # @param err [IO]
       # @param memory [#report] the measuring backend; tests may pass a stand-in
-      def initialize(out: $stdout, err: $stderr, memory: Herd::Memory)
-        @out = out
-        @err = err
+      def initialize(memory: Herd::Memory, **streams)
+        super(**streams)
         @memory = memory
-      end
-
-      # @param argv [Array<String>]
-      # @return [Integer] exit status
-      # @raise [UsageError] on bad arguments
-      # @raise [NoSuchProcess, MemoryReadError] when the process cannot be read
-      def run(argv)
-        options = parse(argv)
-        return 0 if options[:help]
-
-        options[:watch] ? watch(options) : show(options)
-        0
       end
 
       private
 
-      def parser(options)
-        OptionParser.new do |opts|
-          opts.banner = BANNER
+      # @raise [NoSuchProcess, MemoryReadError] when the process cannot be read
+      def call(options)
+        options[:watch] ? watch(options) : show(options)
+        0
+      end
+
+      def parse(argv)
+        options = {}
+        rest = parse_options(argv, options, name: "mem") do |opts|
           opts.separator ""
           opts.separator "Memory of a process (PSS, USS, what is still shared) from /proc/PID/smaps_rollup."
           opts.separator ""
@@ -51,23 +44,12 @@ module Herd
           opts.on("-r", "--record FILE", "with --watch: also append each report to FILE, one JSON line each (herd plot FILE)") do |file|
             options[:record] = file
           end
-          opts.on("-h", "--help", "show this help") do
-            @out.puts opts
-            options[:help] = true
-          end
         end
-      end
-
-      def parse(argv)
-        options = {}
-        rest = parser(options).parse(argv)
         return options if options[:help]
 
         options[:pid] = parse_pid(rest)
         validate(options)
         options
-      rescue OptionParser::ParseError => e
-        raise UsageError, "mem: #{e.message}"
       end
 
       def parse_pid(rest)

@@ -3,10 +3,11 @@
 require "json"
 require_relative "../control_client"
 require_relative "../memory/process_tree"
+require_relative "command"
 
 module Herd
   class CLI
-    class Mem
+    class Mem < Command
       # `herd mem --record FILE`: appends each report to FILE as one JSON
       # line (the `--json` document), flushed at once so a recording cut
       # short is still whole. When the root is a herd monitor with a control

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "command"
 require_relative "../plot"
 
 module Herd
@@ -8,19 +8,12 @@ module Herd
     # `herd plot RUN.jsonl [MORE.jsonl...] -o run.svg`: Σ PSS over time from
     # `herd mem --record` files, stacked by role or generation, new
     # generations marked; SVG or a plain HTML page, no script.
-    class Plot
+    class Plot < Command
       BANNER = "Usage: herd plot RUN.jsonl [MORE.jsonl ...] -o OUT.svg|OUT.html [--by role|generation] [--title TEXT]"
 
-      def initialize(out: $stdout, err: $stderr)
-        @out = out
-        @err = err
-      end
+      private
 
-      # @return [Integer] exit status
-      def run(argv)
-        options = parse(argv)
-        return 0 if options[:help]
-
+      def call(options)
         recordings = options[:files].map { |file| Herd::Plot::Recording.load(file, by: options[:by]) }
         svg = Herd::Plot::SVG.new(recordings, title: options[:title] || "Σ PSS over time, by #{options[:by]}")
         File.write(options[:output], options[:output].end_with?(".html") ? svg.to_html : svg.to_s)
@@ -35,28 +28,19 @@ module Herd
         raise Error, "plot: #{e.message}"
       end
 
-      private
-
       def parse(argv)
         options = {by: :role}
-        files = OptionParser.new do |opts|
-          opts.banner = BANNER
+        files = parse_options(argv, options, name: "plot") do |opts|
           opts.on("-o", "--output FILE", "where to write: .svg or .html") { |file| options[:output] = file }
           opts.on("--by KEY", %w[role generation], "stack by role (default) or generation") { |key| options[:by] = key.to_sym }
           opts.on("--title TEXT", "the plot's title") { |text| options[:title] = text }
-          opts.on("-h", "--help", "show this help") do
-            @out.puts opts
-            options[:help] = true
-          end
-        end.parse(argv)
+        end
         return options if options[:help]
         raise UsageError, "plot: missing RUN.jsonl (record one with herd mem PID --tree --watch 1 --record RUN.jsonl)" if files.empty?
         raise UsageError, "plot: missing -o OUT.svg (or OUT.html)" unless options[:output]
         raise UsageError, "plot: -o must end in .svg or .html, got #{options[:output]}" unless options[:output].match?(/\.(svg|html)\z/)
 
         options.merge(files: files)
-      rescue OptionParser::ParseError => e
-        raise UsageError, "plot: #{e.message}"
       end
     end
   end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "command"
 require_relative "../control_client"
 require_relative "top_screen"
 
@@ -12,7 +12,7 @@ module Herd
     # processes, memory and reforks, from its control endpoint, refreshed
     # every second on a terminal (q quits); one snapshot on a dumb terminal
     # or a pipe.
-    class Top
+    class Top < Command
       BANNER = "Usage: herd top ADDRESS | herd top --pidfile FILE [--interval SECONDS] [--once]"
       # The alternate screen, home and clear, cursor hidden; and back.
       ENTER = "\e[?1049h\e[?25l"
@@ -20,46 +20,34 @@ module Herd
       HOME = "\e[H\e[2J"
 
       # @param input [IO] where q comes from
-      def initialize(out: $stdout, err: $stderr, input: $stdin, env: ENV)
-        @out = out
-        @err = err
+      def initialize(input: $stdin, env: ENV, **streams)
+        super(**streams)
         @input = input
         @env = env
       end
 
-      # @return [Integer] exit status
-      def run(argv)
-        options = parse(argv)
-        return 0 if options[:help]
+      private
 
+      def call(options)
         address = options[:pidfile] ? ControlClient.address_from_pidfile(options[:pidfile]) : options[:address]
         client = ControlClient.new(address)
         (live? && !options[:once]) ? live(client, address, options[:interval]) : @out.print(screen(client, address))
         0
       end
 
-      private
-
       def parse(argv)
         options = {interval: 1.0}
-        rest = OptionParser.new do |opts|
-          opts.banner = BANNER
+        rest = parse_options(argv, options, name: "top") do |opts|
           opts.separator ""
           opts.separator "ADDRESS is the server's control_listen: unix:/path/herd.sock or host:port."
           opts.separator ""
           opts.on("-p", "--pidfile FILE", "the server's pidfile: find its control endpoint from its monitor") { |f| options[:pidfile] = f }
           opts.on("-i", "--interval SECONDS", Float, "refresh every SECONDS (default 1)") { |s| options[:interval] = s }
           opts.on("--once", "print one snapshot and exit (the default on a pipe or a dumb terminal)") { options[:once] = true }
-          opts.on("-h", "--help", "show this help") do
-            @out.puts opts
-            options[:help] = true
-          end
-        end.parse(argv)
+        end
         return options if options[:help]
 
         validate(options, rest)
-      rescue OptionParser::ParseError => e
-        raise UsageError, "top: #{e.message}"
       end
 
       def validate(options, rest)
