@@ -1,24 +1,18 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "support/server_harness"
+require "support/control_server"
 
 # `herd top`, in a real terminal: tmux runs it, capture-pane reads the
 # screen, send-keys presses q.
-class TopTest < Herd::Test
-  def self.test_timeout
-    90
-  end
-
+class TopTest < Herd::ControlServerTest
   def setup
-    @server = Herd::ServerHarness.new(config: "workers 2\ncontrol_listen \"unix:herd.sock\"\npidfile \"herd.pid\"\n")
-    @server.ready
-    @address = @server.wait_for(/monitor: control endpoint on (\S+)/)[1]
+    serve_with_control(config: "workers 2\npidfile \"herd.pid\"\n")
   end
 
   def teardown
     system("tmux", "-S", @tmux, "kill-server", err: File::NULL) if @tmux
-    @server&.cleanup
+    super
   end
 
   def tmux_available!

@@ -1,14 +1,11 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "support/control_client"
+require "support/control_server"
 require "support/prometheus_text"
-require "support/server_harness"
 
 # control_listen: /stats and /metrics from a running server.
-class ServerControlTest < Herd::Test
-  include Herd::ControlClient
-
+class ServerControlTest < Herd::ControlServerTest
   # GET /hold waits until the test creates the file "release" (no timing).
   APP = <<~RUBY
     run ->(env) {
@@ -17,19 +14,8 @@ class ServerControlTest < Herd::Test
     }
   RUBY
 
-  def self.test_timeout
-    90
-  end
-
-  def teardown
-    @holder&.join(5)
-    @server&.cleanup
-  end
-
   def serve(control, workers: 2)
-    @server = Herd::ServerHarness.new(app: APP, config: "workers #{workers}\ncontrol_listen #{control.inspect}\n")
-    @server.ready
-    @server.wait_for(/monitor: control endpoint on (\S+)/)[1]
+    serve_with_control(control: control, app: APP, config: "workers #{workers}\n")
   end
 
   def test_stats_over_a_unix_socket_show_each_process_its_request_and_its_memory
@@ -52,7 +38,7 @@ class ServerControlTest < Herd::Test
     assert_equal 3, stats["counters"]["requests"]
     assert_equal [0, 3], stats["generations"].map { |gen| gen.values_at("generation", "processes") }.first
     assert_operator stats["memory"]["pss"], :>=, stats["processes"].sum { |process| process["pss"].to_i } * 0.5
-    FileUtils.touch(File.join(@server.dir, "release"))
+    release_held_requests
   end
 
   def test_metrics_parse_strictly_and_count_deaths_and_reforks

@@ -23,10 +23,6 @@ class ServerFastExitTest < Herd::Test
     }
   RUBY
 
-  def self.test_timeout
-    60
-  end
-
   def teardown
     @server&.cleanup
   end

@@ -1,14 +1,11 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "support/control_client"
-require "support/server_harness"
+require "support/control_server"
 
 # refork_when and worker_memory_limit on a server whose app grows its
 # memory on purpose: GET /grow?mb=N keeps N MiB of private, written memory.
-class ServerMemoryPolicyTest < Herd::Test
-  include Herd::ControlClient
-
+class ServerMemoryPolicyTest < Herd::ControlServerTest
   APP = <<~RUBY
     HOG = []
     run ->(env) {
@@ -19,19 +16,8 @@ class ServerMemoryPolicyTest < Herd::Test
     }
   RUBY
 
-  def self.test_timeout
-    90
-  end
-
-  def teardown
-    @holder&.join(5)
-    @server&.cleanup
-  end
-
   def serve(config)
-    @server = Herd::ServerHarness.new(app: APP, config: "workers 1\ncontrol_listen \"unix:herd.sock\"\n#{config}")
-    @server.ready
-    @address = @server.wait_for(/monitor: control endpoint on (\S+)/)[1]
+    serve_with_control(app: APP, config: "workers 1\n#{config}")
   end
 
   # The worker goes over the limit while it serves a request: the request
@@ -43,7 +29,7 @@ class ServerMemoryPolicyTest < Herd::Test
     @holder = Thread.new { response = @server.get("/grow?mb=64&hold") }
     @server.wait_for(/worker 0 \(gen 0\), pid #{pid}: USS [\d.]+ MiB is over worker_memory_limit 40 MiB; it finishes its request and is replaced/)
     assert Herd::ServerHarness.alive?(Integer(pid)), "still serving its request"
-    FileUtils.touch(File.join(@server.dir, "release"))
+    release_held_requests
     @holder.join(10)
     assert_match(/\AHTTP\/1\.1 200.*pid=#{pid} hog=64/m, response)
     @server.wait_for(/worker 0 \(gen 0\), pid #{pid} exited with status 0/)
