@@ -21,7 +21,7 @@ class ServerBootWarningsTest < Herd::Test
   def test_threads_marked_fork_safe_get_no_advice
     @server = Herd::ServerHarness.new(app: APP, args: ["-w", "1"])
     @server.ready
-    warning = @server.wait_for(/mold \(gen 0\): warning: (\d+) thread\(s\) started at boot \(([^)]*)\)/)
+    warning = @server.wait_for(/mold \(gen 0\): warning: (\d+) thread\(s\) started at boot \(([^)]*)\) will not exist in workers/)
     assert_equal ["1", "metrics flusher"], warning.captures
     refute_match(/Pool Reaper/, @server.lines.grep(/warning/).join)
   end

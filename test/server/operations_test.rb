@@ -87,15 +87,6 @@ class ServerOperationsTest < Herd::Test
     notify&.close
   end
 
-  def test_the_mold_names_threads_alive_at_boot
-    app = <<~RUBY
-      Thread.new { sleep }.name = "metrics-flusher"
-      run ->(env) { [200, {}, ["ok"]] }
-    RUBY
-    @server = Herd::ServerHarness.new(app: app, args: ["-w", "1"])
-    @server.wait_for(/mold \(gen 0\): warning: 1 thread\(s\) started at boot \(metrics-flusher\) will not exist in workers/)
-  end
-
   def test_access_log
     @server = Herd::ServerHarness.new(args: ["-w", "1", "--access-log", "access.log"])
     @server.get("/logged?a=b")
