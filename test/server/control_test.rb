@@ -73,20 +73,6 @@ class ServerControlTest < Herd::ControlServerTest
     assert_equal 405, control_get(address, "/stats", method: "POST").first
   end
 
-  # The endpoint is served from the monitor's loop: a client that connects
-  # and says nothing must hold up neither other clients nor the server, and
-  # is dropped once its time is up.
-  def test_a_silent_client_holds_nothing_up_and_is_dropped
-    address = serve("unix:herd.sock", workers: 1)
-    silent = UNIXSocket.new(address.delete_prefix("unix:"))
-    assert_equal 200, control_get(address, "/stats").first
-    assert_match(/200 OK/, @server.get("/"))
-    assert silent.wait_readable(10), "dropped within its read timeout"
-    assert_equal "", silent.read
-  ensure
-    silent&.close
-  end
-
   def test_a_control_address_that_cannot_be_bound_stops_the_server_at_boot_in_one_line
     blocker = TCPServer.new("127.0.0.1", 0)
     @server = Herd::ServerHarness.new(config: "control_listen \"127.0.0.1:#{blocker.addr[1]}\"\n")

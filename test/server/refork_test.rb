@@ -151,26 +151,6 @@ class ServerReforkTest < Herd::Test
     end
   end
 
-  # The mold of generation 1 hangs in its hook: the monitor kills it at
-  # spawn_timeout, generation 0 keeps serving, and refork_after tries again
-  # after the back-off, on its own.
-  def test_a_new_mold_that_hangs_while_booting_is_killed_and_the_refork_retried
-    config = <<~RUBY
-      workers 1
-      spawn_timeout 3
-      refork_after [1]
-      after_mold_fork { |server, mold| sleep if mold.generation == 1 }
-    RUBY
-    serve(config: config)
-    @server.get("/")
-    @server.wait_for(/refork \(1 requests\): promoting worker 0 \(gen 0\)/)
-    @server.wait_for(/mold \(gen 1\), pid \d+ was not ready within spawn_timeout \(3s\); killing it/)
-    @server.wait_for(/refork to generation 1 failed \(.+\); generation 0 keeps serving; next attempt in/)
-    assert_match(/200/, @server.get("/").lines.first)
-    @server.wait_for(/mold \(gen 2\), pid \d+ ready/)
-    @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
-  end
-
   UNSAFE_AFTER_GO = <<~RUBY
     run ->(env) {
       if env["PATH_INFO"] == "/unsafe"
