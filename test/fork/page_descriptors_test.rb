@@ -1,43 +1,10 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "support/grown_heap"
 
 class PageDescriptorsTest < Herd::Test
-  SUPPORTED = Herd::PageDescriptors.unsupported.nil?
-
-  # A Ruby of its own, without Bundler: the heap these tests measure is the
-  # script's, not whatever the test command's bundle loads (with the bench
-  # group configured, bundler/setup alone moved the first GC's copy from
-  # 1.6 to 5-7 MiB and the halving failed).
-  def ruby_run(code, *args, env: {}, **options)
-    super(code, *args, env: {"RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil}.merge(env), **options)
-  end
-
-  # A heap grown the way an app's grows: object pages added one at a time
-  # between mallocs (strings longer than a slot), so that each page's
-  # descriptor lands apart from the others.
-  GROW = <<~RUBY
-    require "herd"
-    $keep = Array.new(300_000) { |i| "a string longer than one slot can hold, number \#{i}" }
-    GC.start
-    spread = lambda do
-      descriptors = ObjectSpace.each_object(String).map { |s| Fiddle::Pointer.new(Fiddle.dlwrap(s) & -16384)[0, 8].unpack1("J") }.uniq
-      descriptors.map { |d| d / 4096 }.uniq.size
-    end
-    private_dirty = -> { File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\\s+(\\d+)/, 1].to_i }
-    first_gc = lambda do
-      reader, writer = IO.pipe
-      pid = fork do
-        before = private_dirty.call
-        GC.start(full_mark: false, immediate_sweep: true)
-        writer.write(private_dirty.call - before)
-        exit!(0)
-      end
-      writer.close
-      Process.wait(pid)
-      Integer(reader.read)
-    end
-  RUBY
+  include Herd::GrownHeap
 
   def test_pack_puts_descriptors_together_and_a_forks_first_gc_copies_less
     skip "needs CRuby 3.1 with glibc: #{Herd::PageDescriptors.unsupported}" unless SUPPORTED
@@ -56,61 +23,6 @@ class PageDescriptorsTest < Herd::Test
     assert_operator seen_after, :<, seen_before / 4, "the object pages point at the new descriptors"
     assert_operator copied_after, :<, copied_before / 2, "a fork's first GC copied #{copied_after} KiB, #{copied_before} before"
     assert_match(/\A\d+ GC page descriptors packed: \d+ -> \d+ pages of memory, [\d.]+ ms\z/, line)
-  end
-
-  def test_the_gc_works_on_after_packing
-    skip "needs CRuby 3.1 with glibc" unless SUPPORTED
-    out, err, status = ruby_run(GROW + <<~RUBY)
-      raise "not packed" unless Herd::PageDescriptors.pack.packed?
-      counted = ObjectSpace.each_object(String).count
-      GC.start
-      GC.compact
-      GC.verify_compaction_references(double_heap: true, toward: :empty)
-      grown = GC.stat(:heap_allocated_pages)
-      $keep = nil
-      4.times { Array.new(200_000) { |i| [i, i.to_s] }; GC.start }
-      shrunk = GC.stat(:heap_allocated_pages)
-      pid = fork { GC.start; Array.new(100_000) { Object.new }; GC.start; exit!(0) }
-      Process.wait(pid)
-      # 3.1's 16 KiB pages hold 408 or 409 slots each, depending on alignment.
-      pages = GC.stat(:heap_allocated_pages)
-      slots = ObjectSpace.count_objects[:TOTAL]
-      p [counted >= 300_000, shrunk < grown, $?.success?, [pages, slots, GC.stat(:heap_available_slots)]]
-    RUBY
-    assert status.success?, err
-    counted, shrunk, child_ok, (pages, slots, available) = eval(out) # standard:disable Security/Eval
-    assert counted
-    assert shrunk, "Ruby frees pages (and their moved descriptors) as before"
-    assert child_ok
-    assert_equal available, slots, "ObjectSpace walks every slot the GC counts"
-    assert_includes (pages * 408)..(pages * 409), slots, "#{pages} pages hold #{slots} slots"
-  end
-
-  # Ruby's own check of its heap (every page, every slot, the remembered
-  # set, the counters) after packing, after a GC, and in a forked child.
-  def test_the_heap_passes_gc_verify_internal_consistency_after_packing
-    skip "needs CRuby 3.1 with glibc" unless SUPPORTED
-    out, err, status = ruby_run(GROW + <<~RUBY)
-      raise "not packed" unless Herd::PageDescriptors.pack.packed?
-      GC.verify_internal_consistency
-      pid = fork do
-        GC.verify_internal_consistency
-        Array.new(100_000) { |i| [i.to_s] }
-        GC.start(full_mark: false)
-        GC.verify_internal_consistency
-        GC.start
-        GC.verify_internal_consistency
-        exit!(0)
-      end
-      Process.wait(pid)
-      child_ok = $?.success?
-      $keep = $keep.first(1000)
-      GC.start
-      GC.verify_internal_consistency
-      p [child_ok, :verified]
-    RUBY
-    assert status.success?, err
-    assert_equal [true, :verified], eval(out) # standard:disable Security/Eval
   end
 
   def test_packing_twice_leaves_packed_descriptors_alone

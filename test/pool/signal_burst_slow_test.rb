@@ -2,11 +2,12 @@
 
 require "test_helper"
 
-# Ctrl-C pressed repeatedly, or a supervisor's signals in quick succession:
+# `rake test:slow` (six rounds, each with its fixed settle time). Ctrl-C
+# pressed repeatedly, or a supervisor's signals in quick succession:
 # each INT may land anywhere (the loop, the terminate that follows the
 # first, a pool closing, workers forking). None may leave a zombie or an
 # open descriptor behind.
-class PoolSignalBurstTest < Herd::Test
+class PoolSignalBurstSlowTest < Herd::Test
   ROUNDS = 6
 
   # Runs Herd.each over an endless range, round after round; the test
