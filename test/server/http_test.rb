@@ -23,17 +23,13 @@ class ServerHTTPTest < Herd::Test
     run ->(env) { env["PATH_INFO"] == "/hijack" ? app.call(env) : Rack::Lint.new(app).call(env) }
   RUBY
 
-  # One server for the class: each test only sends it requests and leaves
-  # its one worker serving, so it boots once, in the first test, and is
-  # cleaned up when the run ends.
-  def self.server
-    @server ||= Herd::ServerHarness.new(app: LINT_APP, config: "workers 1\nhttp read_timeout: 1, max_body: 1_000_000\n")
-      .tap { |server| Minitest.after_run { server.cleanup } }
+  def setup
+    @server = Herd::ServerHarness.new(app: LINT_APP, config: "workers 1\nhttp read_timeout: 1, max_body: 1_000_000\n")
+    @pid = worker_pid
   end
 
-  def setup
-    @server = self.class.server
-    @pid = worker_pid
+  def teardown
+    @server&.cleanup
   end
 
   def worker_pid

@@ -51,10 +51,10 @@ class ServerProcessModelTest < Herd::Test
     app = <<~RUBY
       run ->(env) { sleep 30 if env["PATH_INFO"].start_with?("/stuck"); [200, {}, ["ok \#{Process.pid}"]] }
     RUBY
-    serve(app: app, args: ["-w", "1", "--timeout", "1"], env: env)
+    serve(app: app, args: ["-w", "1", "--timeout", "0.5"], env: env)
     @server.ready
     @server.get("/stuck?x=1")
-    @server.wait_for(%r{worker 0 \(gen 0\), pid \d+ timed out after 1.0s on GET /stuck\?x=1; killing it})
+    @server.wait_for(%r{worker 0 \(gen 0\), pid \d+ timed out after 0.5s on GET /stuck\?x=1; killing it})
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ was killed by SIGKILL/)
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ ready/, after: @server.mark - 1)
     assert_match(/ok \d+/, @server.get("/"))

@@ -1,29 +1,13 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "support/server_harness"
+require "support/slow_clients"
 
 # Slow clients (slowloris) without a proxy in front: a worker holds the
 # connections whose head is still arriving and serves the clients that are
 # ready meanwhile; a head that takes longer than read_timeout gets 408.
 class SlowClientsTest < Herd::Test
-  PARTIAL_HEAD = "GET /slow HTTP/1.1\r\nHost: localhost\r\nX-Slow: "
-
-  def teardown
-    @slow&.each { |socket| socket.close unless socket.closed? }
-    @server&.cleanup
-  end
-
-  def start(config)
-    @server = Herd::ServerHarness.new(config: "workers 1\n#{config}")
-    @server.ready
-  end
-
-  def open_slow(count)
-    @slow = Array.new(count) do
-      TCPSocket.new("127.0.0.1", @server.port).tap { |socket| socket.write(PARTIAL_HEAD) }
-    end
-  end
+  include Herd::SlowClients
 
   def test_ready_clients_are_served_while_slow_heads_are_held
     start("http read_timeout: 30\n")
@@ -59,17 +43,5 @@ class SlowClientsTest < Herd::Test
     @server.wait_for(/408 Request Timeout for 127\.0\.0\.1: 2 connections \(max_pending_heads\) were waiting/)
     assert_match(%r{\AHTTP/1.1 200 }, @server.get("/"))
     @slow.drop(1).each { |socket| assert_equal :wait_readable, socket.read_nonblock(1, exception: false) }
-  end
-
-  # Closing a held connection on stop would reset a client whose request
-  # is on its way: its head gets STOP_GRACE more seconds, then 408.
-  def test_a_graceful_stop_answers_the_heads_it_holds
-    start("http read_timeout: 30\n")
-    open_slow(1)
-    assert_match(%r{\AHTTP/1.1 200 }, @server.get("/")) # accepted after the slow one: it is held
-    @server.signal("QUIT")
-    assert_match(%r{\AHTTP/1.1 408 }, @slow.first.read, "answered, not reset")
-    @server.wait_for(/408 Request Timeout for 127\.0\.0\.1: the worker is stopping/)
-    @server.wait
   end
 end
