@@ -21,7 +21,7 @@ class CLIMemTest < Herd::Test
       $stdin.read
       kids.each { |pid| Process.wait(pid) }
     RUBY
-    stdin, stdout, thread = Open3.popen2(RbConfig.ruby, "-e", code)
+    stdin, stdout, thread = Open3.popen2(PLAIN_RUBY, RbConfig.ruby, "-e", code)
     (children + 1).times { stdout.gets }
     yield thread.pid
   ensure
@@ -31,7 +31,7 @@ class CLIMemTest < Herd::Test
   end
 
   def dead_pid
-    pid = Process.spawn(RbConfig.ruby, "-e", "exit")
+    pid = Process.spawn(PLAIN_RUBY, RbConfig.ruby, "-e", "exit")
     Process.wait(pid)
     pid
   end

@@ -82,7 +82,7 @@ class PlotTest < Herd::Test
 
   def test_herd_mem_records_one_json_line_per_sample
     file = File.join(@dir, "rec.jsonl")
-    child = spawn(RbConfig.ruby, "-e", "sleep 30")
+    child = spawn(PLAIN_RUBY, RbConfig.ruby, "-e", "sleep 30")
     _, err, status = herd_cli("mem", Process.pid.to_s, "--tree", "--watch", "0.05", "--count", "3", "--record", file)
     assert status.success?, err
     lines = File.readlines(file).map { |line| JSON.parse(line) }

@@ -65,7 +65,7 @@ class MemoryTest < Herd::Test
   end
 
   def test_no_such_process
-    pid = Process.spawn(RbConfig.ruby, "-e", "exit")
+    pid = Process.spawn(PLAIN_RUBY, RbConfig.ruby, "-e", "exit")
     Process.wait(pid)
 
     error = assert_raises(Herd::NoSuchProcess) { Herd::Memory.sample(pid) }

@@ -26,7 +26,7 @@ class PoolLifecycleTest < Herd::Test
   # and reaps it afterwards whatever the test did.
   def with_stuck_parent
     reader, writer = IO.pipe
-    pid = Process.spawn(RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", STUCK_PARENT, out: writer, err: File::NULL)
+    pid = Process.spawn(PLAIN_RUBY, RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", STUCK_PARENT, out: writer, err: File::NULL)
     writer.close
     workers = []
     until workers.size == 2

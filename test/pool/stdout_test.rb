@@ -28,7 +28,7 @@ class PoolStdoutTest < Herd::Test
         $stderr.puts [error, finished.sort].inspect
       RUBY
       err_path = File.join(dir, "err.log")
-      pid = Process.spawn(RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", script, out: path, err: err_path)
+      pid = Process.spawn(PLAIN_RUBY, RbConfig.ruby, "-I", File.join(ROOT, "lib"), "-e", script, out: path, err: err_path)
       _, status = Process.wait2(pid)
       err = File.read(err_path)
       assert status.success?, err
