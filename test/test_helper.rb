@@ -27,11 +27,14 @@ module Herd
       ::Timeout.timeout(self.class.test_timeout, TestTimeout, "#{self.class}##{name} ran past #{self.class.test_timeout}s") { super }
     end
 
-    # What ruby_run and herd_cli take out of the environment: under `bundle
-    # exec`, RUBYOPT makes every interpreter load bundler/setup and resolve
-    # the Gemfile (0.15-0.2 s each, some 100 times a run), for code that
-    # needs only lib/ (-I). A test that wants it passes it in `env:`.
-    PLAIN_RUBY = {"RUBYOPT" => nil}.freeze
+    # What ruby_run and herd_cli take out of the environment: a Ruby of its
+    # own, without Bundler. Under `bundle exec`, RUBYOPT made every
+    # interpreter load bundler/setup and resolve the Gemfile (0.15-0.2 s
+    # each, some 100 times a run) for code that needs only lib/ (-I), and
+    # put the bundle's objects into heaps the fork tests measure (with the
+    # bench group configured, bundler/setup alone moved a packed heap's first
+    # GC copy from 1.6 to 5-7 MiB). A test that wants it passes it in `env:`.
+    PLAIN_RUBY = {"RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil}.freeze
 
     # Runs Ruby code in a fresh interpreter with lib/ on the load path.
     # @return [Array(String, String, Process::Status)] stdout, stderr, status

@@ -5,14 +5,6 @@ module Herd
   module GrownHeap
     SUPPORTED = Herd::PageDescriptors.unsupported.nil?
 
-    # A Ruby of its own, without Bundler: the heap these tests measure is the
-    # script's, not whatever the test command's bundle loads (with the bench
-    # group configured, bundler/setup alone moved the first GC's copy from
-    # 1.6 to 5-7 MiB and the halving failed).
-    def ruby_run(code, *args, env: {}, **options)
-      super(code, *args, env: {"RUBYOPT" => nil, "BUNDLE_GEMFILE" => nil}.merge(env), **options)
-    end
-
     # A heap grown the way an app's grows: object pages added one at a time
     # between mallocs (strings longer than a slot), so that each page's
     # descriptor lands apart from the others.
