@@ -1,15 +1,13 @@
 # frozen_string_literal: true
 
+require_relative "command"
+
 module Herd
   class CLI
     # `herd demo` (the server, reforking, measured) or `herd demo fork`
-    # (plain fork vs herd's fork, measured).
-    class Demo
-      def initialize(out: $stdout, err: $stderr)
-        @out = out
-        @err = err
-      end
-
+    # (plain fork vs herd's fork, measured): hands the arguments to one or
+    # the other.
+    class Demo < Command
       # @return [Integer] exit status
       def run(argv)
         if argv.first == "fork"
