@@ -20,7 +20,7 @@ require "json"
 require "tmpdir"
 require_relative "rails/run"
 require_relative "rails/report"
-require_relative "rails/plot"
+require_relative "support/plot"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
 options = {rounds: 2, requests: 20_000, interval: 1.0, workers: 4, only: RailsBench::SERVERS.map(&:name), variants: [],
@@ -46,7 +46,7 @@ publish = lambda do |env, runs, opts|
   report = RailsBench::Report.new(env: env, runs: runs, options: opts)
   markdown = report.markdown
   puts markdown
-  plot = RailsBench.plot(runs, opts[:name])
+  plot = Bench::Plot.write(runs, opts[:name], title: "bench/rails: Σ PSS over time, by role (herd plot)", key: :server)
   markdown += "\n## Σ PSS over time (round 1 of each server)\n\n![Σ PSS over time, by role](#{File.basename(plot)})\n" if plot
   paths = Bench::Report.write(opts[:name], markdown: markdown,
     data: {environment: env, options: opts.except(:notes), summary: report.summary, runs: runs})

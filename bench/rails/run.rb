@@ -2,7 +2,7 @@
 
 require_relative "server"
 require_relative "client"
-require_relative "sampler"
+require_relative "../support/sampler"
 
 module RailsBench
   # Log lines that mark a refork, per server.
@@ -34,7 +34,7 @@ module RailsBench
     running = Running.new(server, dir: dir, workers: workers, log_path: File.join(work, "#{name}.log"))
     running.start
     result[:boot_s] = running.boot_seconds
-    sampler = Sampler.new(running.pid, interval: interval, titles: true)
+    sampler = Bench::Sampler.new(running.pid, interval: interval, titles: true)
     first = sampler.take # at rest, booted
     client = Client.new(port: running.port, ids: template[:ids], requests: requests)
     started = HttpBench.now
@@ -52,7 +52,7 @@ module RailsBench
       latency_ms: latency(records), failed: bad.size, failures: bad.first(5).map { |r| r.values_at(0, 1, 4) },
       statuses: records.map { |r| r[1] }.tally.transform_keys(&:to_s),
       booted_pss: first && first[:pss],
-      memory: Sampler.summary(sampler.samples, from: started),
+      memory: Bench::Sampler.summary(sampler.samples, from: started),
       samples: sampler.samples.map { |s| [(s[:t] - started).round(2), s[:pss], s[:processes]] },
       # Per process, for the plot (herd plot's recording form): seconds, [title, PSS MiB]...
       recording: sampler.samples.select { |s| s[:rows] && s[:t] >= started }
@@ -76,10 +76,10 @@ module RailsBench
   # Every process of the tree at the end of the load, with its role.
   def final(running)
     roles = running.processes.to_h { |process| [process[:pid], process.values_at(:role, :generation)] }
-    Sampler.rows(running.pid).map do |row|
+    Bench::Sampler.rows(running.pid).map do |row|
       role, generation = roles[row.pid]
       {pid: row.pid, title: row.title.to_s[0, 80], role: role, generation: generation,
-       pss: (row.sample.pss / MIB).round(1), uss: (row.sample.uss / MIB).round(1)}
+       pss: (row.sample.pss / Bench::MIB).round(1), uss: (row.sample.uss / Bench::MIB).round(1)}
     end
   rescue Herd::Error
     []

@@ -66,7 +66,7 @@ module ReloadBench
     running = RailsBench::Running.new(server, dir: dir, workers: workers, log_path: File.join(work, "#{name}.log"))
     running.start
     stop_path = File.join(work, "#{name}.stop")
-    sampler = RailsBench::Sampler.new(running.pid, interval: interval, titles: true)
+    sampler = Bench::Sampler.new(running.pid, interval: interval, titles: true)
     client = RailsBench::Client.new(port: running.port, ids: template[:ids], stop_path: stop_path, header: "x-release")
     t0 = HttpBench.now
     sampler.start
@@ -140,8 +140,8 @@ module ReloadBench
     generation, pid = found
     sample = Herd::Memory.sample(pid)
     {generation: generation, pid: pid, seconds_after_signal: (HttpBench.now - signaled).round(2),
-     pss: (sample.pss / RailsBench::MIB).round(1), uss: (sample.uss / RailsBench::MIB).round(1),
-     rss: (sample.rss / RailsBench::MIB).round(1)}
+     pss: (sample.pss / Bench::MIB).round(1), uss: (sample.uss / Bench::MIB).round(1),
+     rss: (sample.rss / Bench::MIB).round(1)}
   end
 
   def wait_done(running, reloader, log_mark, workers, signaled)

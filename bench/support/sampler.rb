@@ -3,14 +3,17 @@
 require "herd/memory"
 require_relative "../http/support"
 
-module RailsBench
+module Bench
   MIB = 1048576.0
 
   # Σ PSS of a server's process tree (Herd::Memory.tree of its root pid:
   # monitor or master, molds, workers, whatever they fork) every `interval`
-  # seconds, in a thread of the driver.
+  # seconds, in a thread of the driver (bench/rails, bench/reload, bench/cow).
+  # With `titles: true` each sample also keeps every process's title and
+  # PSS, what Bench::Plot draws.
   class Sampler
-    # @return [Array<Hash>] :t (CLOCK_MONOTONIC), :pss (MiB), :processes, :titles (optional)
+    # @return [Array<Hash>] :t (CLOCK_MONOTONIC), :pss (MiB), :processes; :rows ([pid, title, PSS MiB]
+    #   per process) with titles: true
     attr_reader :samples
 
     def initialize(pid, interval:, titles: false, &each_sample)
