@@ -6,13 +6,15 @@
 # Unicorn preloaded, on apps whose shared memory erodes as they serve: the
 # constant-cache app, the same app reporting the cluster's memory in every
 # response as Pitchfork's own example does (measured inside too), and a lazy app.
+# Every process's PSS is recorded every 0.25 s through each run and drawn
+# with herd plot, one picture per app.
 #
 #   bundle exec ruby bench/cow.rb [--reps N] [--only herd,pitchfork] [--apps constant,measuring,lazy] [--requests N] [--more N]
 #
 # Needs ab (apt-get update && apt-get install -y apache2-utils) and the
 # optional bench group for the peers (bundle config set --local with bench &&
 # bundle install); a missing peer is skipped and said so. Writes
-# bench/results/cow.md and bench/results/cow.json.
+# bench/results/cow.md, bench/results/cow.json and bench/results/cow-APP.svg.
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
@@ -23,6 +25,7 @@ require_relative "cow/runner"
 require_relative "cow/progress"
 require_relative "cow/summary"
 require_relative "cow/report"
+require_relative "support/plot"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV
 names = CowBench::SERVERS.map(&:name)
@@ -43,6 +46,20 @@ OptionParser.new do |opts|
   opts.on("--report-only JSON", "rewrite the results from an earlier run's bench/results/cow.json") { |path| options[:from] = path }
 end.parse!
 
+# Σ PSS over time, one picture per app (bench/results/cow-APP.svg): a panel
+# per server, its first repetition, in the order of the tables.
+# @return [Hash] app name -> the SVG's file name, for the apps whose runs were recorded
+def plots(runs, apps)
+  order = CowBench::SERVERS.map(&:name)
+  pictures = apps.filter_map do |app|
+    mine = runs.select { |run| run[:app] == app.name }.sort_by { |run| order.index(run[:server]) || order.size }
+    path = Bench::Plot.write(mine, "cow-#{app.name}", title: "bench/cow, #{app.name} app: Σ PSS over time, by role (herd plot)",
+      key: :server, order: :rep, label: CowBench::Report.method(:panel_name))
+    [app.name, File.basename(path)] if path
+  end
+  pictures.to_h
+end
+
 # Tables from the measurements; both files, or the measurements alone when
 # the tables fail (so that --report-only can try again).
 def publish(env:, options:, runs:, floors:)
@@ -50,9 +67,9 @@ def publish(env:, options:, runs:, floors:)
   apps = CowBench::APPS.select { |app| floors.any? { |floor| floor[:app] == app.name } }
   data = {environment: env, options: options, floors: floors, runs: runs}
   summary = CowBench::Summary.new(runs: runs, floors: floors, servers: servers, apps: apps)
-  report = CowBench::Report.new(env: env, summary: summary, apps: apps, options: options)
+  report = CowBench::Report.new(env: env, summary: summary, apps: apps, options: options, plots: plots(runs, apps))
   puts report.markdown
-  paths = Bench::Report.write("cow", markdown: report.markdown, data: data.merge(summary: summary.to_h))
+  paths = Bench::Report.write("cow", markdown: report.markdown, data: data.merge(summary: summary.to_h), line_depth: 3)
   warn "wrote #{paths.join(", ")}"
 rescue => e
   path = File.join(Dir.tmpdir, "bench-cow-#{Process.pid}.json")

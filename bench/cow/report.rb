@@ -5,11 +5,25 @@ require_relative "../support/report"
 module CowBench
   # bench/results/cow.md: the environment, what was measured, the tables.
   class Report
-    def initialize(env:, summary:, apps:, options:)
+    # @param plots [Hash] app name -> its SVG's file name under bench/results (Bench::Plot)
+    def initialize(env:, summary:, apps:, options:, plots: {})
       @env = env
       @summary = summary
       @apps = apps
       @options = options
+      @plots = plots
+    end
+
+    # A plot's panel title: the server, and when each phase of its run ended
+    # (seconds since the warm-up's first request).
+    # @param run [Hash] a run with :phases (Runner, Recorder)
+    # @return [String]
+    def self.panel_name(run)
+      at = ->(label) { run[:phases]&.reverse&.find { |name, _| name == label }&.last&.then { |s| format("%.1f s", s) } }
+      parts = [("warm-up ab until #{at.call("ab")}" if at.call("ab")), ("settled at #{at.call("settled")}" if at.call("settled"))]
+      parts << "+#{run[:more][:requests]} requests, settled at #{at.call("more settled")}" if run[:more] && at.call("more settled")
+      parts.compact!
+      parts.empty? ? run[:server].to_s : "#{run[:server]}: #{parts.join(", ")}"
     end
 
     def markdown
@@ -46,7 +60,7 @@ module CowBench
         ## Results
 
         #{@summary.markdown}
-        #{more_tables}
+        #{more_tables}#{plots_markdown}
         ### The floor
 
         #{@summary.floors_markdown}
@@ -150,6 +164,25 @@ module CowBench
           `fork_worker 100`, `preload_app! false`: Puma 8 would otherwise also load the app in its master);
         - `puma`: `workers 4`, `threads 1, 1`, `preload_app!`;
         - `unicorn`: `worker_processes 4`, `preload_app true`.
+      MD
+    end
+
+    def plots_markdown
+      return "" if @plots.empty?
+
+      pictures = @plots.map { |app, file| "`#{app}`:\n\n![#{app} app: Σ PSS over time, by role, one panel per server](#{file})\n" }
+      <<~MD.chomp
+
+        ### Σ PSS over time
+
+        Each server's first repetition, every process's PSS recorded every #{Recorder::INTERVAL} s from the warm-up's first
+        request to the last measurement (`Bench::Sampler`, drawn by herd plot's `Herd::Plot::SVG`): stacked by role
+        (monitor or master, mold, workers; a Puma or Unicorn master that preloaded the app is the "monitor" band), the
+        total as a black line, a red dashed line where a new generation appeared (from the process titles; Puma
+        fork_worker's refork phases from its log). Each panel's title says when the warm-up's ab ended, when the rollout
+        settled, and when the more-requests rounds did; every panel of a picture has the same axes.
+
+        #{pictures.join("\n")}
       MD
     end
 

@@ -8,6 +8,7 @@ require_relative "../http/server_process"
 require_relative "ab"
 require_relative "tree"
 require_relative "inside"
+require_relative "recorder"
 
 module CowBench
   # inside: the app reports the cluster's memory in its responses, as
@@ -33,7 +34,9 @@ module CowBench
 
   # Each repetition measures the floor, then starts every server afresh,
   # warms it with ab, waits for its rollout to settle and measures its tree;
-  # servers are interleaved and their order rotates each round.
+  # servers are interleaved and their order rotates each round. Every
+  # process's PSS is recorded every 0.25 s from the warm-up's first request
+  # to the last measurement (Recorder), for the plot.
   class Runner
     EARLY = 3 # seconds after ab, as in Pitchfork's benchmark/cow_benchmark.rb
     MORE_ROUNDS = 3
@@ -82,34 +85,42 @@ module CowBench
       process.start
       result[:boot_s] = process.boot_seconds.round(1)
       tree = Tree.new(server, process)
-      result.merge!(warm_up(tree, process, app))
-      result[:more] = steady(server, tree, process) if @more.positive?
+      recorder = Recorder.new(server, process).start
+      result.merge!(warm_up(tree, process, app, recorder))
+      result[:more] = steady(server, tree, process, recorder) if @more.positive?
       result
     rescue HttpBench::ServerProcess::Failed => e
       result.merge!(error: e.message)
     ensure
+      result.merge!(recorder.stop) if recorder
       stopped(result, server, process)
     end
 
     # ab; a first look 3 s later as Pitchfork's own benchmark takes it
     # (without waiting for a rollout): one request to an app that reports
     # its own reading, and from outside; then wait for the rollout and measure.
-    def warm_up(tree, process, app)
+    def warm_up(tree, process, app, recorder)
       load = @ab.run(process.url, @requests)
+      recorder.phase("ab")
       sleep EARLY
       inside = Inside.read(process.url) if app.inside
       early = tree.measure
+      settle = tree.settle
+      recorder.phase("settled")
       {ab: load, inside: inside, early: {total_pss: early[:total_pss], processes: early[:processes]},
-       settle: tree.settle, memory: tree.measure}.compact
+       settle: settle, memory: tree.measure}.compact
     end
 
     # @more requests at a time until a round goes by without a refork (at
     # most MORE_ROUNDS), so that the generation measured has served @more
     # requests itself; settle and measure.
-    def steady(server, tree, process)
+    def steady(server, tree, process, recorder)
       rounds = (1..MORE_ROUNDS).each_with_object([]) do |_, done|
         before = reforks(server, process)
-        done << {ab: @ab.run(process.url, @more), settle: tree.settle, reforks: reforks(server, process) - before}
+        load = @ab.run(process.url, @more)
+        recorder.phase("more ab")
+        done << {ab: load, settle: tree.settle, reforks: reforks(server, process) - before}
+        recorder.phase("more settled")
         break done if done.last[:reforks].zero?
       end
       last = rounds.last

@@ -80,14 +80,45 @@ module Bench
     # @param name [String] e.g. "nakayoshi"
     # @param markdown [String] the whole document
     # @param data [Hash] everything measured, including the environment
+    # @param line_depth [Integer, nil] see #json
     # @return [Array<String>] the paths written
-    def write(name, markdown:, data:)
+    def write(name, markdown:, data:, line_depth: nil)
       FileUtils.mkdir_p(RESULTS)
       md = File.join(RESULTS, "#{name}.md")
       json = File.join(RESULTS, "#{name}.json")
       File.write(md, markdown)
-      File.write(json, JSON.pretty_generate(data) + "\n")
+      File.write(json, json(data, line_depth: line_depth) + "\n")
       [md, json].map { |path| relative(path) }
+    end
+
+    # JSON.pretty_generate, except that with `line_depth` an array that
+    # holds no object and nests at most that deep takes one line: a
+    # recording's samples ([seconds, [[title, PSS], ...]]: depth 3) one a line.
+    # @return [String]
+    def json(data, line_depth: nil, indent: "")
+      return JSON.pretty_generate(data) unless line_depth
+
+      inner = "#{indent}  "
+      case data
+      when Hash
+        return "{}" if data.empty?
+
+        items = data.map { |key, value| "#{inner}#{JSON.generate(key.to_s)}: #{json(value, line_depth: line_depth, indent: inner)}" }
+        "{\n#{items.join(",\n")}\n#{indent}}"
+      when Array
+        return JSON.generate(data) if data.empty? || flat?(data, line_depth)
+
+        "[\n#{data.map { |value| inner + json(value, line_depth: line_depth, indent: inner) }.join(",\n")}\n#{indent}]"
+      else
+        JSON.generate(data)
+      end
+    end
+
+    # @return [Boolean] whether `array` holds no Hash and nests at most `depth` deep
+    def flat?(array, depth)
+      return false if depth < 1
+
+      array.all? { |value| value.is_a?(Array) ? flat?(value, depth - 1) : !value.is_a?(Hash) }
     end
 
     # A driver's last step: its markdown plus the notes file (when there is
