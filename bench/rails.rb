@@ -17,8 +17,8 @@
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
 require "json"
-require "tmpdir"
 require_relative "rails/run"
+require_relative "rails/rounds"
 require_relative "rails/report"
 require_relative "support/plot"
 
@@ -69,29 +69,15 @@ if options[:from]
   exit
 end
 
-missing = RailsBench.missing_bundle
-abort "bench/rails: #{missing}" if missing
 servers = (RailsBench::SERVERS + RailsBench::VARIANTS).select { |s| options[:only].include?(s.name) || options[:variants].include?(s.name) }
 abort "bench/rails: no such server" if servers.empty?
 options[:servers_described] = servers.to_h { |s| [s.name, "#{s.description} (bench/rails/config/#{s.config})"] }
-
-env = RailsBench.environment(command)
-started = HttpBench.now
-runs = []
-Dir.mktmpdir("bench-rails") do |work|
-  template = RailsBench.template(work)
-  env[:app] = Bench::Report.relative(template[:source])
-  (1..options[:rounds]).each do |round|
-    servers.rotate(round - 1).each do |server|
-      run = RailsBench.run(server, template: template, work: work, requests: options[:requests], interval: options[:interval],
-        workers: options[:workers], round: round)
-      runs << run
-      warn format("round %d %-22s %s", round, server.name,
-        run[:error] ? "ERROR #{run[:error].lines.first}" : "avg %.1f peak %.1f end %.1f MiB, %.1f req/s, p99 %.1f ms, failed %d, reforks %s" %
-          [run.dig(:memory, :average), run.dig(:memory, :peak), run.dig(:memory, :end), run[:rps], run.dig(:latency_ms, :p99), run[:failed], run[:reforks].inspect])
-    end
-  end
+env, runs = RailsBench.rounds("rails", command, servers, options[:rounds]) do |setup, round, template, work|
+  run = RailsBench.run(setup, template: template, work: work, requests: options[:requests], interval: options[:interval],
+    workers: options[:workers], round: round)
+  warn format("round %d %-22s %s", round, setup.name,
+    run[:error] ? "ERROR #{run[:error].lines.first}" : "avg %.1f peak %.1f end %.1f MiB, %.1f req/s, p99 %.1f ms, failed %d, reforks %s" %
+      [run.dig(:memory, :average), run.dig(:memory, :peak), run.dig(:memory, :end), run[:rps], run.dig(:latency_ms, :p99), run[:failed], run[:reforks].inspect])
+  run
 end
-env[:loadavg_end] = Bench::Report.loadavg
-env[:seconds] = (HttpBench.now - started).round
 publish.call(env, runs, options)

@@ -15,8 +15,8 @@
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
 require "json"
-require "tmpdir"
 require_relative "refork/setups"
+require_relative "rails/rounds"
 require_relative "refork/report"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
@@ -49,33 +49,20 @@ if options[:from]
   exit
 end
 
-missing = RailsBench.missing_bundle
-abort "bench/refork: #{missing}" if missing
 setups = ReforkBench.setups(options[:herd_options], pitchfork: options[:pitchfork])
-env = RailsBench.environment(command)
-started = HttpBench.now
-runs = []
-Dir.mktmpdir("bench-refork") do |work|
-  template = RailsBench.template(work)
-  env[:app] = Bench::Report.relative(template[:source])
-  (1..options[:rounds]).each do |round|
-    setups.rotate(round - 1).each do |setup|
-      run = ReloadBench.run(setup, template: template, work: work, round: round, workers: options[:workers],
-        interval: options[:interval], steady: options[:steady], after: options[:after], warm: options[:warm],
-        warm_generation: 0, new_code: false)
-      runs << run
-      warn(if run[:error]
-        "round #{round} #{run[:server]}: ERROR #{run[:error]}"
-      else
-        t = run[:throughput]
-        format("round %d %-34s steady %.0f req/s, 5 s window %.2fx, roll %.2fx (%.1f s), p99 %s -> %s ms, " \
-          "Σ PSS %.0f -> peak %.0f MiB, failed %d", round, run[:server], t[:steady], t[:window5_ratio], t[:roll_ratio],
-          run[:times][:roll_seconds], run.dig(:latency_steady_ms, :p99), run.dig(:latency_roll_ms, :p99),
-          run[:memory][:steady_median], run[:memory][:peak], run[:failed])
-      end)
-    end
-  end
+env, runs = RailsBench.rounds("refork", command, setups, options[:rounds]) do |setup, round, template, work|
+  run = ReloadBench.run(setup, template: template, work: work, round: round, workers: options[:workers],
+    interval: options[:interval], steady: options[:steady], after: options[:after], warm: options[:warm],
+    warm_generation: 0, new_code: false)
+  warn(if run[:error]
+    "round #{round} #{run[:server]}: ERROR #{run[:error]}"
+  else
+    t = run[:throughput]
+    format("round %d %-34s steady %.0f req/s, 5 s window %.2fx, roll %.2fx (%.1f s), p99 %s -> %s ms, " \
+      "Σ PSS %.0f -> peak %.0f MiB, failed %d", round, run[:server], t[:steady], t[:window5_ratio], t[:roll_ratio],
+      run[:times][:roll_seconds], run.dig(:latency_steady_ms, :p99), run.dig(:latency_roll_ms, :p99),
+      run[:memory][:steady_median], run[:memory][:peak], run[:failed])
+  end)
+  run
 end
-env[:loadavg_end] = Bench::Report.loadavg
-env[:seconds] = (HttpBench.now - started).round
 publish.call(env, runs, options)

@@ -18,8 +18,8 @@
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
 require "json"
-require "tmpdir"
 require_relative "reload/run"
+require_relative "rails/rounds"
 require_relative "reload/report"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
@@ -56,34 +56,20 @@ if options[:from]
   exit
 end
 
-missing = RailsBench.missing_bundle
-abort "bench/reload: #{missing}" if missing
-reloaders = options[:herd_options].map { |herd_options| ReloadBench.reloaders(herd_options).first }
-reloaders << ReloadBench.reloaders(nil).last if options[:puma]
-
-env = RailsBench.environment(command)
-started = HttpBench.now
-runs = []
-Dir.mktmpdir("bench-reload") do |work|
-  template = RailsBench.template(work)
-  env[:app] = Bench::Report.relative(template[:source])
-  (1..options[:rounds]).each do |round|
-    reloaders.rotate(round - 1).each do |reloader|
-      run = ReloadBench.run(reloader, template: template, work: work, round: round, workers: options[:workers],
-        interval: options[:interval], steady: options[:steady], after: options[:after], warm: options[:warm],
-        warm_generation: options[:warm_generation])
-      runs << run
-      m = run[:memory]
-      warn(if run[:error]
-        "round #{round} #{run[:server]}: ERROR #{run[:error]}"
-      else
-        format("round %d %-20s steady %.1f, mold %.1f, bound %.1f, peak %.1f (%s), failed %d, after roll %s",
-          round, run[:server], m[:steady_median], m[:new_mold][:pss], m[:bound], m[:peak], m[:pass] ? "pass" : "FAIL",
-          run[:failed], run[:responses][:after_roll].inspect)
-      end)
-    end
-  end
+setups = options[:herd_options].map { |herd_options| ReloadBench.reloaders(herd_options).first }
+setups << ReloadBench.reloaders(nil).last if options[:puma]
+env, runs = RailsBench.rounds("reload", command, setups, options[:rounds]) do |setup, round, template, work|
+  run = ReloadBench.run(setup, template: template, work: work, round: round, workers: options[:workers],
+    interval: options[:interval], steady: options[:steady], after: options[:after], warm: options[:warm],
+    warm_generation: options[:warm_generation])
+  m = run[:memory]
+  warn(if run[:error]
+    "round #{round} #{run[:server]}: ERROR #{run[:error]}"
+  else
+    format("round %d %-20s steady %.1f, mold %.1f, bound %.1f, peak %.1f (%s), failed %d, after roll %s",
+      round, run[:server], m[:steady_median], m[:new_mold][:pss], m[:bound], m[:peak], m[:pass] ? "pass" : "FAIL",
+      run[:failed], run[:responses][:after_roll].inspect)
+  end)
+  run
 end
-env[:loadavg_end] = Bench::Report.loadavg
-env[:seconds] = (HttpBench.now - started).round
 publish.call(env, runs, options)
