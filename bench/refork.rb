@@ -14,9 +14,9 @@
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
-require "json"
 require_relative "refork/setups"
 require_relative "rails/rounds"
+require_relative "reload/driver"
 require_relative "refork/report"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
@@ -31,21 +31,16 @@ OptionParser.new do |opts|
   opts.on("--steady S", Float, "seconds of steady load measured before the signal (default 8)") { |s| options[:steady] = s }
   opts.on("--after S", Float, "seconds of load after the roll (default 6, at least 5)") { |s| options[:after] = [s, 5.0].max }
   opts.on("--herd-options LIST", "herd settings of each setup, ';'-separated setups, '-' for the defaults") do |list|
-    options[:herd_options] = list.split(";").map { |o| (o.strip == "-") ? nil : o.strip }
+    options[:herd_options] = ReloadBench::Driver.herd_options(list)
   end
   opts.on("--no-pitchfork", "herd only") { options[:pitchfork] = false }
   opts.on("--name NAME", "results file name under bench/results (default refork)") { |name| options[:name] = name }
   opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
 end.parse!
 
-publish = lambda do |env, runs, opts|
-  Bench::Report.publish(opts[:name], markdown: ReforkBench::Report.new(env: env, runs: runs, options: opts).markdown,
-    notes: File.join(__dir__, "refork", "NOTES.md"), environment: env, options: opts, runs: runs)
-end
-
+notes = File.join(__dir__, "refork", "NOTES.md")
 if options[:from]
-  data = JSON.parse(File.read(options[:from]), symbolize_names: true)
-  publish.call(data[:environment], data[:runs], data[:options].merge(name: options[:name]))
+  ReloadBench::Driver.report_only(options[:from], options[:name], ReforkBench::Report, notes)
   exit
 end
 
@@ -65,4 +60,4 @@ env, runs = RailsBench.rounds("refork", command, setups, options[:rounds]) do |s
   end)
   run
 end
-publish.call(env, runs, options)
+ReloadBench::Driver.publish(ReforkBench::Report, notes, env, runs, options)

@@ -17,9 +17,9 @@
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
-require "json"
 require_relative "reload/run"
 require_relative "rails/rounds"
+require_relative "reload/driver"
 require_relative "reload/report"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
@@ -37,7 +37,7 @@ OptionParser.new do |opts|
     options[:herd_options] = if list == "none"
       []
     else
-      list.split(";").map { |o| (o.strip == "-") ? nil : o.strip }
+      ReloadBench::Driver.herd_options(list)
     end
   }
   opts.on("--puma", "also Puma fork_worker's phased restart (USR1)") { options[:puma] = true }
@@ -45,14 +45,9 @@ OptionParser.new do |opts|
   opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
 end.parse!
 
-publish = lambda do |env, runs, opts|
-  Bench::Report.publish(opts[:name], markdown: ReloadBench::Report.new(env: env, runs: runs, options: opts).markdown,
-    notes: File.join(__dir__, "reload", "NOTES.md"), environment: env, options: opts, runs: runs)
-end
-
+notes = File.join(__dir__, "reload", "NOTES.md")
 if options[:from]
-  data = JSON.parse(File.read(options[:from]), symbolize_names: true)
-  publish.call(data[:environment], data[:runs], data[:options].merge(name: options[:name]))
+  ReloadBench::Driver.report_only(options[:from], options[:name], ReloadBench::Report, notes)
   exit
 end
 
@@ -72,4 +67,4 @@ env, runs = RailsBench.rounds("reload", command, setups, options[:rounds]) do |s
   end)
   run
 end
-publish.call(env, runs, options)
+ReloadBench::Driver.publish(ReloadBench::Report, notes, env, runs, options)
