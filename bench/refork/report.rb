@@ -1,21 +1,16 @@
 # frozen_string_literal: true
 
 require_relative "../support/report"
+require_relative "../support/runs_report"
 
 module ReforkBench
   # bench/results/refork.md from the runs.
-  class Report
+  class Report < Bench::RunsReport
     TARGETS = {window: 0.9, p99: 2.0}.freeze
-
-    def initialize(env:, runs:, options:)
-      @env = env
-      @runs = runs
-      @options = options
-    end
 
     def table
       rows = @runs.map do |run|
-        next [run[:server], run[:round], "error: #{run[:error].lines.first.strip}", *Array.new(11, "")] if run[:error]
+        next error_row(run, 13) if run[:error]
 
         t = run[:throughput]
         m = run[:memory]

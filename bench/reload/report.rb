@@ -1,19 +1,14 @@
 # frozen_string_literal: true
 
 require_relative "../support/report"
+require_relative "../support/runs_report"
 
 module ReloadBench
   # bench/results/reload.md from the runs.
-  class Report
-    def initialize(env:, runs:, options:)
-      @env = env
-      @runs = runs
-      @options = options
-    end
-
+  class Report < Bench::RunsReport
     def table
       rows = @runs.map do |run|
-        next [run[:server], run[:round], "error: #{run[:error].lines.first.strip}", *Array.new(10, "")] if run[:error]
+        next error_row(run, 13) if run[:error]
 
         m = run[:memory]
         r = run[:responses]
