@@ -1,16 +1,11 @@
 # frozen_string_literal: true
 
 require_relative "../support/report"
+require_relative "../support/runs_report"
 
 module RailsBench
   # bench/results/rails.md from the runs.
-  class Report
-    def initialize(env:, runs:, options:)
-      @env = env
-      @runs = runs
-      @options = options
-    end
-
+  class Report < Bench::RunsReport
     def ok_runs(name)
       @runs.select { |run| run[:server] == name && !run[:error] }
     end
