@@ -25,11 +25,8 @@ module Herd
 
       attr_reader :info
 
-      # @param parent_cold [Boolean] for a promoted mold: whether the worker
-      #   it comes from belongs to a freshly booted mold's generation
-      def initialize(generation:, listeners:, context:, parent_cold: false)
+      def initialize(generation:, listeners:, context:)
         @info = MoldInfo.new(generation: generation, pid: Process.pid)
-        @parent_cold = parent_cold
         @listeners = listeners
         @context = context
       end
@@ -78,7 +75,7 @@ module Herd
         start = proc do
           in_child.call
           Worker.new(number: number, generation: generation, link: Link.new(worker_io), listeners: @listeners,
-            app: @app, context: @context, fresh_mold: !@promoted).run(signals)
+            app: @app, context: @context).run(signals)
         end
         pid = double_fork ? Forking.double_fork(&start) : Forking.fork_quietly(&start)
         worker_io.close
@@ -162,12 +159,13 @@ module Herd
       # compacts, so the free slots the worker left behind end up in pages a
       # worker can take without copying shared ones; a mold forked from the
       # monitor does not, or it would move objects it shares with the monitor
-      # (bench/cow: +4 MiB of monitor PSS). Nor does the first mold promoted
-      # after a boot: compaction copies the whole heap (56 MiB on the Rails
-      # app of bench/refork/steps.rb, for 3.6 MiB less per worker), and that
-      # copy lives while the old generation does, which then is the fresh
-      # mold's, the coldest and largest: the copy would set the server's peak
-      # (bench/rails, compacting at every refork or at none: 293 or 257 MiB).
+      # (bench/cow: +4 MiB of monitor PSS). The first mold promoted after a
+      # boot compacts too: skipping it (57ae654) lowered bench/rails's peak
+      # before retiring processes stopped copying pages at exit, and left the
+      # first generation of bench/cow's measuring app 26 MiB per worker
+      # larger until the next refork (321 MiB against Pitchfork's 257); with
+      # the fast exit, compacting it keeps the Rails peak under Pitchfork's
+      # (269 against 291 MiB, bench/results/rails-compact-first.md).
       # Filling free slots, which helps
       # the pool, hurts here: a promoted mold filled 578k slots and every
       # worker then grew its own pages (lazy app: 465 MiB filled, 200 MiB compacted).
@@ -177,10 +175,8 @@ module Herd
         option = config.prepare_heap
         return unless option
 
-        @heap_report = Heap.prepare(compact: (@promoted && !@parent_cold) ? true : false, **malloc_release,
-          **(option.is_a?(Hash) ? option : {}))
-        skipped = (@promoted && @parent_cold && !@heap_report.compacted) ? " (no compaction: the first refork after a boot)" : ""
-        log.info(role, "#{@heap_report}#{skipped}")
+        @heap_report = Heap.prepare(compact: @promoted ? true : false, **malloc_release, **(option.is_a?(Hash) ? option : {}))
+        log.info(role, @heap_report.to_s)
       end
 
       # Except in the first mold of a server that reforks on a schedule: its

@@ -33,11 +33,8 @@ module Herd
       # @param listeners [Array<Listener>]
       # @param app [#call]
       # @param context [Context]
-      # @param fresh_mold [Boolean] whether this worker's mold booted the app
-      #   itself (the first generation, a reload's) rather than being promoted
-      def initialize(number:, generation:, link:, listeners:, app:, context:, fresh_mold: false)
+      def initialize(number:, generation:, link:, listeners:, app:, context:)
         @info = WorkerInfo.new(number: number, generation: generation, pid: Process.pid, requests: 0)
-        @fresh_mold = fresh_mold
         @link = link
         @listeners = listeners
         @app = app
@@ -248,7 +245,7 @@ module Herd
         end
 
         release_connections
-        mold = Mold.new(generation: generation, listeners: @listeners, context: @context, parent_cold: @fresh_mold)
+        mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
         access_log = @access_log
         signals = @signals
         pending = @pending
