@@ -132,7 +132,7 @@ module Herd
           Deprecation.warn(LEGACY_ENV_SWITCH, ENV_SWITCH)
           value = env[LEGACY_ENV_SWITCH]
         end
-        !Heap::OFF_VALUES.include?(value.to_s.downcase)
+        !EnvSwitch.off?(value)
       end
 
       # Installs the interception. Idempotent and thread-safe.

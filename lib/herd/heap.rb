@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "clock"
+require_relative "env_switch"
 require_relative "malloc"
 require_relative "page_descriptors"
 
@@ -97,7 +98,7 @@ module Herd
     # the pool, the fork hook. Read at each {Heap.prepare}.
     INTERNALS_ENV = "HERD_HEAP_INTERNALS"
     # Values of {INTERNALS_ENV} (and HERD_PREPARE_HEAP) that mean off.
-    OFF_VALUES = %w[0 false no off].freeze
+    OFF_VALUES = EnvSwitch::OFF_VALUES
 
     # The keywords of {Heap.prepare}.
     OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio].freeze
@@ -200,7 +201,7 @@ module Herd
       #   ({INTERNALS_ENV}), nil when they are not
       def internals_off(env = ENV)
         value = env[INTERNALS_ENV]
-        OFF_VALUES.include?(value.to_s.strip.downcase) ? "#{INTERNALS_ENV}=#{value}" : nil
+        EnvSwitch.off?(value) ? "#{INTERNALS_ENV}=#{value}" : nil
       end
 
       # @return [Boolean] whether this Ruby can compact its heap

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "env_switch"
+
 module Herd
   # How every process herd forks ends, so that nothing an app wrote is lost.
   #
@@ -46,7 +48,7 @@ module Herd
     # @param status [Integer] the exit status
     # @return [Boolean] whether it is armed
     def arm_fast_finish(status)
-      return false if %w[0 false no off].include?(ENV[FAST_FINISH_ENV].to_s.strip.downcase)
+      return false if EnvSwitch.off?(ENV[FAST_FINISH_ENV])
 
       @fast_status = status
       @fast_rounds_left ||= begin
