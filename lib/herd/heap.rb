@@ -2,6 +2,7 @@
 
 require_relative "clock"
 require_relative "env_switch"
+require_relative "low_priority"
 require_relative "malloc"
 require_relative "page_descriptors"
 
@@ -38,14 +39,18 @@ module Herd
     #   @return [Boolean] whether `trim_malloc:` gave malloc's free pages back
     # @!attribute packed
     #   @return [PageDescriptors::Packed, nil] what `pack_descriptors:` did
+    # @!attribute priority
+    #   @return [LowPriority::Outcome, nil] the priority the GCs ran at
+    #     (`nice:`), nil when none was asked for
     Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :spared, :sealed, :trimmed, :packed, :duration,
-      :young_before, :young_after, :old_before, :old_after, keyword_init: true) do
+      :young_before, :young_after, :old_before, :old_after, :priority, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
         format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
           strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "",
           filled.to_i.positive? ? " + #{filled} free slots filled (#{spared.to_i} left free)" : "",
-          young_before, young_after, old_before, old_after, "#{packed_summary}#{malloc_summary}", duration * 1000)
+          young_before, young_after, old_before, old_after, "#{packed_summary}#{malloc_summary}#{priority_summary}",
+          duration * 1000)
       end
 
       # Keeps the objects that fill free slots alive as long as this report:
@@ -85,6 +90,10 @@ module Herd
         packed ? "; #{packed}" : ""
       end
 
+      def priority_summary
+        (priority && strategy != :none) ? "; GCs #{priority}" : ""
+      end
+
       def malloc_summary
         return "; #{sealed}" if sealed
 
@@ -101,7 +110,7 @@ module Herd
     OFF_VALUES = EnvSwitch::OFF_VALUES
 
     # The keywords of {Heap.prepare}.
-    OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio].freeze
+    OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio nice].freeze
 
     # Free slots {Heap.prepare} leaves unfilled whatever their page. Filling
     # every one, the few objects made meanwhile took a new heap page at
@@ -160,17 +169,22 @@ module Herd
       #   after sealing they would all land in fresh memory
       # @return [Report]
       def prepare(compact: false, warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
-        trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO)
+        trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
         started = clock
         before = census
         with_gc_enabled do
-          strategy, runs, compacted = if warmup && Process.respond_to?(:warmup)
-            warm_up(before, young_ratio)
-          else
-            # With filling, one GC first (it frees the garbage, so that the
-            # fill sees every free slot), and the promotion after the fill
-            # ages both: 4 GCs, not 3 before the fill and 3 more after it.
-            promote_and_compact(compact, (fill_free_slots && !compact) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
+          # Only the GCs run at the lower priority: they are the CPU. What
+          # follows reads and writes glibc's malloc state, which belongs to
+          # the thread that will fork (its arena, its tcache).
+          (strategy, runs, compacted), priority = LowPriority.run(nice) do
+            if warmup && Process.respond_to?(:warmup)
+              warm_up(before, young_ratio)
+            else
+              # With filling, one GC first (it frees the garbage, so that the
+              # fill sees every free slot), and the promotion after the fill
+              # ages both: 4 GCs, not 3 before the fill and 3 more after it.
+              promote_and_compact(compact, (fill_free_slots && !compact) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
+            end
           end
           # After the GCs (which may free pages and their descriptors),
           # before filling free slots (packing needs a few) and sealing
@@ -184,7 +198,8 @@ module Herd
           runs += promote(max_gc_runs, young_ratio) unless fillers.empty? && spared.zero?
           sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
-          report(strategy, runs, compacted, fillers.size, spared, sealed, trimmed, packed, started, before).retain(fillers)
+          report(strategy, runs, compacted, fillers.size, spared, sealed, trimmed, packed, started, before, priority)
+            .retain(fillers)
         end
       end
 
@@ -297,10 +312,10 @@ module Herd
         GC.disable if was_disabled
       end
 
-      def report(strategy, runs, compacted, filled, spared, sealed, trimmed, packed, started, before)
+      def report(strategy, runs, compacted, filled, spared, sealed, trimmed, packed, started, before, priority)
         after = census
         Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, spared: spared, sealed: sealed,
-          trimmed: trimmed ? true : false, packed: packed,
+          trimmed: trimmed ? true : false, packed: packed, priority: priority,
           duration: clock - started,
           young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])
       end

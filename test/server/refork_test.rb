@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "herd/server"
 require "support/server_harness"
 
 class ServerReforkTest < Herd::Test
@@ -48,7 +49,7 @@ class ServerReforkTest < Herd::Test
 
   # Every promoted mold compacts, the first one after a boot too; the mold
   # that booted the app does not (it would move what it shares with the
-  # monitor).
+  # monitor). Their GCs run at a lower priority than the workers.
   def test_every_promoted_mold_compacts_the_first_one_too
     skip "no GC.compact in this Ruby" unless GC.respond_to?(:compact)
     serve(args: ["-w", "1"])
@@ -56,7 +57,9 @@ class ServerReforkTest < Herd::Test
     refute_match(/\+ compaction/, booted)
     @server.get("/")
     refork_to(1)
-    assert_match(/\+ compaction/, @server.wait_for(/mold \(gen 1\): heap prepared.*/)[0])
+    promoted = @server.wait_for(/mold \(gen 1\): heap prepared.*/)[0]
+    assert_match(/\+ compaction/, promoted)
+    assert_match(/; GCs at nice #{Herd::Server::Mold::PREPARE_NICE}, /o, promoted) unless Herd::LowPriority.unsupported_reason
     @server.get("/")
     refork_to(2)
     assert_match(/\+ compaction/, @server.wait_for(/mold \(gen 2\): heap prepared.*/)[0])

@@ -97,10 +97,14 @@ module Herd
 
           require_relative "../heap"
           unknown = value.keys - Heap::OPTIONS
-          return if unknown.empty?
+          unless unknown.empty?
+            raise ConfigError, "#{name}: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
+              "known: #{Heap::OPTIONS.join(", ")}"
+          end
+          nice = value[:nice]
+          return if nice.nil? || nice == 0 || (nice.is_a?(Integer) && LowPriority::RANGE.cover?(nice))
 
-          raise ConfigError, "#{name}: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
-            "known: #{Heap::OPTIONS.join(", ")}"
+          raise ConfigError, "#{name}: nice: must be 0 (the mold's own priority) or an Integer in #{LowPriority::RANGE}, got #{nice.inspect}"
         end
       end
     end
