@@ -11,7 +11,10 @@ Gem::Specification.new do |spec|
     "a reforking Rack server and the instruments (herd mem) that show where memory goes."
   spec.license = "MIT"
   spec.required_ruby_version = ">= 3.1"
-  spec.files = Dir["lib/**/*.rb", "exe/*", "docs/**/*.md", "README.md", "ARCHITECTURE.md", "CHANGELOG.md", "LICENSE"]
+  spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,rb}", "exe/*", "docs/**/*.md", "README.md", "ARCHITECTURE.md", "CHANGELOG.md", "LICENSE"]
+  # The C fast path of the request parser; optional: without a compiler the
+  # gem installs and parses in Ruby (ext/herd/head_scanner/extconf.rb).
+  spec.extensions = ["ext/herd/head_scanner/extconf.rb"]
   spec.bindir = "exe"
   spec.executables = ["herd"]
   spec.require_paths = ["lib"]

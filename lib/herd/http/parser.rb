@@ -4,6 +4,7 @@ require_relative "grammar"
 require_relative "errors"
 require_relative "request"
 require_relative "options"
+require_relative "head_scanner"
 
 module Herd
   module HTTP
@@ -40,9 +41,15 @@ module Herd
       ].freeze
       CACHE_LIMIT = 1024
 
+      # The C scanner returns the very Strings this parser shares, so a
+      # Request is the same whichever parser made it.
+      HeadScanner.setup(Request, METHOD_PREFIXES.values, "HTTP/1.1", "HTTP/1.0", "") if HeadScanner.built?
+
       # @param max_header_count [Integer] more header lines get 431
-      def initialize(max_header_count: Options.defaults[:max_header_count])
+      # @param scanner [#scan, nil] the C fast path ({HeadScanner}); nil parses everything in Ruby
+      def initialize(max_header_count: Options.defaults[:max_header_count], scanner: HeadScanner.unused_reason ? nil : HeadScanner)
         @max_header_count = max_header_count
+        @scanner = scanner
         @env_keys = {}
         COMMON_HEADERS.each do |name|
           [name, name.downcase].each { |spelling| @env_keys[spelling] = self.class.env_key(spelling) }
@@ -58,7 +65,9 @@ module Herd
       def self.env_key(name)
         return nil if name.include?("_")
 
-        key = name.upcase.tr("-", "_")
+        # UTF-8 whatever the name's encoding (a token is ASCII): every key
+        # the same, the C scanner's too, however the client spelled it.
+        key = name.upcase.tr("-", "_").force_encoding(Encoding::UTF_8)
         (key == "CONTENT_TYPE" || key == "CONTENT_LENGTH") ? -key : -"HTTP_#{key}"
       end
 
@@ -66,6 +75,15 @@ module Herd
       # @return [Request]
       # @raise [RequestError] 400, 431 or 505
       def parse(head)
+        @scanner&.scan(head, @max_header_count) || parse_in_ruby(head)
+      end
+
+      # The reference: what {HeadScanner} returns for a head it takes, this
+      # returns too; every head it leaves, this parses or refuses.
+      # @param head [String]
+      # @return [Request]
+      # @raise [RequestError] 400, 431 or 505
+      def parse_in_ruby(head)
         lines = split_lines(head)
         request = request_line(lines.first || "")
         headers = request.headers = fields(lines, 1)

@@ -60,6 +60,7 @@ module Herd
         unless @app
           @app = AppLoader.load(config)
           warn_about_shadowed_gems
+          log.info(role, HTTP::HeadScanner.describe)
         end
         hooks.run(:after_mold_fork, log, role, @context, @info)
         warm_up unless @promoted

@@ -1,0 +1,14 @@
+# frozen_string_literal: true
+
+# Builds Herd::HTTP::HeadScanner, the C fast path of the request parser.
+# Optional: where it cannot be built (no compiler, no Ruby headers), a
+# Makefile that builds nothing is written instead, the gem installs, and
+# herd parses every request with its Ruby parser (the reference).
+require "mkmf"
+
+if ENV["HERD_NO_EXTENSION"] || !have_header("ruby/encoding.h") || !have_func("rb_enc_interned_str", "ruby/encoding.h")
+  File.write("Makefile", "all install clean:\n\t@echo 'herd: the C head scanner is not built; the Ruby parser serves every request'\n")
+else
+  $CFLAGS << " -O2 -std=c99 -Wall -Wextra -Wno-unused-parameter" # standard:disable Style/GlobalVars -- mkmf reads it
+  create_makefile("herd/head_scanner")
+end

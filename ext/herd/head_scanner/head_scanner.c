@@ -1,0 +1,234 @@
+/*
+ * Herd::HTTP::HeadScanner: the common request head, parsed in C.
+ *
+ * A fast path in front of Herd::HTTP::Parser (lib/herd/http/parser.rb), which
+ * stays the reference: this scanner accepts only a strict, boring subset of
+ * what the Ruby parser accepts, and for that subset returns exactly the
+ * Request the Ruby parser would (test/http/head_scanner_test.rb checks it by
+ * fuzzing both). For everything else -- every error, every request the
+ * subset leaves out -- it returns nil and the Ruby parser decides, so a
+ * refusal is always the Ruby parser's, with its status and message.
+ *
+ * The subset: one of GET POST HEAD PUT DELETE PATCH OPTIONS; an origin-form
+ * target of visible ASCII without '#'; HTTP/1.1 or HTTP/1.0; header lines
+ * "name: value" whose names are tokens without '_', each name at most once,
+ * no Transfer-Encoding and no Expect; a Content-Length of 1 to 18 digits; a
+ * Host that is a reg-name with an optional port (an HTTP/1.1 request must
+ * have one); no control character anywhere but the CRLFs.
+ *
+ * Why C: under load the Ruby parser cost a worker 10-14 us of CPU per
+ * hello-world request (its regexes and method calls on cold caches), more
+ * than a third of the worker's user time (bench/results/http_parser.md).
+ */
+#include <ruby.h>
+#include <ruby/encoding.h>
+#include <string.h>
+
+#define MAX_NAME 256
+
+static VALUE request_class;  /* Herd::HTTP::Request */
+static VALUE methods;        /* frozen Array of the method Strings the Ruby parser shares */
+static VALUE version_11, version_10, empty_query;
+
+static const char *method_names[] = {"GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"};
+#define METHOD_COUNT 7
+
+/* RFC 9110 tchar, less '_' (the Ruby parser drops such headers: its nil env key). */
+static int name_char(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return 1;
+  return c != 0 && strchr("!#$%&'*+-.^`|~", c) != NULL;
+}
+
+/* Bytes the Ruby parser refuses anywhere in a head (its CONTROL), plus CR and LF,
+ * which here may only end a line. */
+static int control_char(unsigned char c) {
+  return c < 0x20 ? c != '\t' : c == 0x7f;
+}
+
+static int hex_digit(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A reg-name (RFC 3986 unreserved, sub-delims, %HH), non-empty, and an optional
+ * port as Herd::HTTP::Grammar::PORT takes it: ':', zeros, then nothing or a
+ * number from 1 to 65535. IP literals are left to the Ruby parser. */
+static int simple_host(const unsigned char *p, long len) {
+  long i = 0;
+  while (i < len && p[i] != ':') {
+    unsigned char c = p[i];
+    if (c == '%') {
+      if (i + 2 >= len || !hex_digit(p[i + 1]) || !hex_digit(p[i + 2])) return 0;
+      i += 3;
+      continue;
+    }
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          strchr("-._~!$&'()*+,;=", c) != NULL) || c == 0) return 0;
+    i++;
+  }
+  if (i == 0) return 0;
+  if (i == len) return 1;
+  i++; /* the colon */
+  while (i < len && p[i] == '0') i++;
+  long digits = len - i, port = 0;
+  if (digits > 5) return 0;
+  for (; i < len; i++) {
+    if (p[i] < '0' || p[i] > '9') return 0;
+    port = port * 10 + (p[i] - '0');
+  }
+  return port <= 65535;
+}
+
+/* The env key of a header name, as Herd::HTTP::Parser.env_key makes it, as an
+ * interned (frozen, deduplicated) String: no allocation once it exists. */
+static VALUE env_key(const unsigned char *name, long len, int *special) {
+  char buffer[MAX_NAME + 5];
+  long offset = 5;
+  memcpy(buffer, "HTTP_", 5);
+  for (long i = 0; i < len; i++) {
+    unsigned char c = name[i];
+    buffer[offset + i] = (c == '-') ? '_' : ((c >= 'a' && c <= 'z') ? (char)(c - 32) : (char)c);
+  }
+  const char *key = buffer;
+  long key_len = len + 5;
+  *special = 0;
+  if ((len == 12 && memcmp(buffer + 5, "CONTENT_TYPE", 12) == 0) ||
+      (len == 14 && memcmp(buffer + 5, "CONTENT_LENGTH", 14) == 0)) {
+    key += 5;
+    key_len -= 5;
+    *special = (len == 14) ? 'L' : 'T';
+  } else if (len == 4 && memcmp(buffer + 5, "HOST", 4) == 0) {
+    *special = 'H';
+  } else if ((len == 17 && memcmp(buffer + 5, "TRANSFER_ENCODING", 17) == 0) ||
+             (len == 6 && memcmp(buffer + 5, "EXPECT", 6) == 0)) {
+    *special = 'X';
+  }
+  return rb_enc_interned_str(key, key_len, rb_utf8_encoding());
+}
+
+static VALUE binary(const unsigned char *p, long len) {
+  return rb_str_new((const char *)p, len);
+}
+
+/* @param head [String] from the request line to the empty line included
+ * @param max_header_count [Integer]
+ * @return [Herd::HTTP::Request, nil] nil: ask the Ruby parser */
+static VALUE scan(VALUE self, VALUE head, VALUE max_header_count) {
+  Check_Type(head, T_STRING);
+  const unsigned char *p = (const unsigned char *)RSTRING_PTR(head);
+  long len = RSTRING_LEN(head);
+  long max_headers = NUM2LONG(max_header_count);
+  if (len < 4 || memcmp(p + len - 4, "\r\n\r\n", 4) != 0) return Qnil;
+
+  /* Request line: METHOD SP target SP HTTP/1.x CRLF */
+  long i = 0, method_index = -1;
+  for (long m = 0; m < METHOD_COUNT; m++) {
+    long n = (long)strlen(method_names[m]);
+    if (len > n && memcmp(p, method_names[m], n) == 0 && p[n] == ' ') {
+      method_index = m;
+      i = n + 1;
+      break;
+    }
+  }
+  if (method_index < 0 || i >= len || p[i] != '/') return Qnil;
+  long target_start = i, query_at = -1;
+  while (i < len && p[i] != ' ') {
+    unsigned char c = p[i];
+    if (c < 0x21 || c > 0x7e || c == '#') return Qnil;
+    if (c == '?' && query_at < 0) query_at = i;
+    i++;
+  }
+  long target_end = i;
+  if (i + 10 >= len || memcmp(p + i, " HTTP/1.", 8) != 0 || (p[i + 8] != '1' && p[i + 8] != '0') ||
+      p[i + 9] != '\r' || p[i + 10] != '\n') return Qnil;
+  VALUE version = (p[i + 8] == '1') ? version_11 : version_10;
+  i += 11;
+
+  /* Header lines, until the empty one. */
+  VALUE headers = rb_hash_new();
+  long count = 0, content_length = -1;
+  int host_seen = 0;
+  while (!(p[i] == '\r' && p[i + 1] == '\n')) {
+    if (++count > max_headers) return Qnil;
+    long name_start = i;
+    while (i < len && name_char(p[i])) i++;
+    long name_len = i - name_start;
+    if (name_len == 0 || name_len > MAX_NAME || i >= len || p[i] != ':') return Qnil;
+    int special;
+    VALUE key = env_key(p + name_start, name_len, &special);
+    if (special == 'X' || !NIL_P(rb_hash_lookup2(headers, key, Qnil))) return Qnil;
+    i++; /* the colon */
+    long value_start = i;
+    while (i < len && p[i] != '\r') {
+      if (p[i] != '\t' && control_char(p[i])) return Qnil;
+      i++;
+    }
+    if (i + 1 >= len || p[i + 1] != '\n') return Qnil;
+    long value_end = i;
+    i += 2;
+    while (value_start < value_end && (p[value_start] == ' ' || p[value_start] == '\t')) value_start++;
+    while (value_end > value_start && (p[value_end - 1] == ' ' || p[value_end - 1] == '\t')) value_end--;
+    const unsigned char *value = p + value_start;
+    long value_len = value_end - value_start;
+    if (special == 'L') {
+      if (value_len < 1 || value_len > 18) return Qnil;
+      content_length = 0;
+      for (long d = 0; d < value_len; d++) {
+        if (value[d] < '0' || value[d] > '9') return Qnil;
+        content_length = content_length * 10 + (value[d] - '0');
+      }
+    } else if (special == 'H') {
+      if (!simple_host(value, value_len)) return Qnil;
+      host_seen = 1;
+    }
+    rb_hash_aset(headers, key, binary(value, value_len));
+    if (i + 1 >= len) return Qnil;
+  }
+  if (i + 2 != len) return Qnil; /* the empty line is the head's end */
+  if (!host_seen && version == version_11) return Qnil;
+
+  VALUE target = binary(p + target_start, target_end - target_start);
+  VALUE path, query;
+  if (query_at < 0) {
+    path = target;
+    query = empty_query;
+  } else {
+    path = binary(p + target_start, query_at - target_start);
+    query = binary(p + query_at + 1, target_end - query_at - 1);
+  }
+  return rb_struct_new(request_class, rb_ary_entry(methods, method_index), target, path, query, version, headers,
+                       content_length < 0 ? Qnil : LONG2NUM(content_length), Qfalse, Qfalse);
+}
+
+/* Herd::HTTP::HeadScanner.setup(Request, methods, "HTTP/1.1", "HTTP/1.0", "")
+ * The Ruby parser's own frozen Strings, so both return the same objects. */
+static VALUE setup(VALUE self, VALUE request, VALUE method_strings, VALUE v11, VALUE v10, VALUE empty) {
+  Check_Type(method_strings, T_ARRAY);
+  if (RARRAY_LEN(method_strings) != METHOD_COUNT) rb_raise(rb_eArgError, "%d method strings expected", METHOD_COUNT);
+  for (long m = 0; m < METHOD_COUNT; m++) {
+    VALUE name = rb_ary_entry(method_strings, m);
+    Check_Type(name, T_STRING);
+    if (RSTRING_LEN(name) != (long)strlen(method_names[m]) ||
+        memcmp(RSTRING_PTR(name), method_names[m], RSTRING_LEN(name)) != 0)
+      rb_raise(rb_eArgError, "method strings out of order: expected %s", method_names[m]);
+  }
+  request_class = request;
+  methods = rb_ary_freeze(rb_ary_dup(method_strings));
+  version_11 = v11;
+  version_10 = v10;
+  empty_query = empty;
+  rb_gc_register_mark_object(request_class);
+  rb_gc_register_mark_object(methods);
+  rb_gc_register_mark_object(version_11);
+  rb_gc_register_mark_object(version_10);
+  rb_gc_register_mark_object(empty_query);
+  return Qnil;
+}
+
+void Init_head_scanner(void) {
+  VALUE herd = rb_define_module("Herd");
+  VALUE http = rb_define_module_under(herd, "HTTP");
+  VALUE scanner = rb_define_module_under(http, "HeadScanner");
+  rb_define_singleton_method(scanner, "scan", scan, 2);
+  rb_define_singleton_method(scanner, "setup", setup, 5);
+  request_class = methods = version_11 = version_10 = empty_query = Qnil;
+}

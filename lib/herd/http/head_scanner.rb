@@ -1,0 +1,45 @@
+# frozen_string_literal: true
+
+require_relative "../env_switch"
+
+module Herd
+  module HTTP
+    # The C fast path of {Parser} (ext/herd/head_scanner), built when the gem
+    # is installed (`rake compile` in a checkout). It parses the common
+    # request head and returns nil for anything else, which the Ruby parser
+    # then parses or refuses: the Ruby parser stays the reference, and every
+    # refusal is its own.
+    #
+    # `HERD_HEAD_SCANNER=0` (or false, no, off) parses every request in Ruby.
+    # @api private
+    module HeadScanner
+      ENV_SWITCH = "HERD_HEAD_SCANNER"
+
+      begin
+        require "herd/head_scanner"
+        LOAD_ERROR = nil
+      rescue LoadError => e
+        LOAD_ERROR = e.message
+      end
+
+      # @return [Boolean] whether the extension is loaded (whatever the switch says)
+      def self.built?
+        LOAD_ERROR.nil? && respond_to?(:scan)
+      end
+
+      # @return [String, nil] why requests are parsed in Ruby, nil when the scanner is used
+      def self.unused_reason(env = ENV)
+        return "the C head scanner is not built (#{LOAD_ERROR}); `rake compile` builds it" unless built?
+        return "#{ENV_SWITCH}=#{env[ENV_SWITCH]}" if EnvSwitch.off?(env[ENV_SWITCH])
+
+        nil
+      end
+
+      # @return [String] which parser reads request heads, for a boot log
+      def self.describe(env = ENV)
+        reason = unused_reason(env)
+        reason ? "request heads parsed in Ruby: #{reason}" : "request heads parsed by the C head scanner (the Ruby parser for the rest)"
+      end
+    end
+  end
+end
