@@ -47,10 +47,14 @@ module Herd
         in_thread(nice) { yield }
       end
 
+      # @param env [Hash]
       # @return [String, nil] why a thread's priority cannot be set here
-      def unsupported_reason
+      def unsupported_reason(env = ENV)
         return "not Linux: a thread's nice value is its own only there" unless RUBY_PLATFORM.include?("linux")
         return "this Ruby has no Thread#native_thread_id" unless Thread.method_defined?(:native_thread_id)
+        # Ruby 3.3's M:N threads share native threads: the nice value would
+        # land on one the forking thread may run on next.
+        return "RUBY_MN_THREADS=1: Ruby threads share native threads" if env["RUBY_MN_THREADS"] == "1"
 
         nil
       end

@@ -48,6 +48,12 @@ class LowPriorityTest < Herd::Test
     end
   end
 
+  def test_with_m_n_threads_no_thread_is_niced
+    skip Herd::LowPriority.unsupported_reason unless LINUX
+    assert_equal "RUBY_MN_THREADS=1: Ruby threads share native threads", Herd::LowPriority.unsupported_reason("RUBY_MN_THREADS" => "1")
+    assert_nil Herd::LowPriority.unsupported_reason("RUBY_MN_THREADS" => "0")
+  end
+
   def test_elsewhere_the_block_runs_on_the_callers_thread_and_the_outcome_says_why
     Herd::LowPriority.stub(:unsupported_reason, "not Linux (stubbed)") do
       value, outcome = Herd::LowPriority.run(10) { Thread.current }
