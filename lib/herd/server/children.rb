@@ -4,8 +4,10 @@ module Herd
   module Server
     # The monitor's view of one child process.
     # @api private
+    # `spawn_budget`: seconds from `spawned_at` it has to become ready (nil:
+    # spawn_timeout); a mold's heap preparation gets more ({Deadlines}).
     Child = Struct.new(:role, :number, :generation, :pid, :link, :state, :spawned_at, :busy_since, :busy_with,
-      :requests, :fork_unsafe, keyword_init: true) do
+      :requests, :fork_unsafe, :spawn_budget, keyword_init: true) do
       def worker?
         role == :worker
       end

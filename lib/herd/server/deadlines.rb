@@ -22,6 +22,23 @@ module Herd
         @stop_at = nil
       end
 
+      # How many spawn_timeouts a mold's heap preparation gets, from its
+      # start: it runs at a lower priority (docs/REFORKING.md, "Priority"),
+      # and on a machine whose CPU the workers (or anything else) use up
+      # it waits for what they leave. Killed for taking its time, it would
+      # only be retried, and prepared again from the start.
+      PREPARE_BUDGET = 3
+
+      # A mold said it starts preparing its heap: its clock starts over, with
+      # {PREPARE_BUDGET} spawn_timeouts.
+      # @param child [Child]
+      def preparing(child)
+        return unless child.state == :spawning
+
+        child.spawned_at = Clock.now
+        child.spawn_budget = config.spawn_timeout * PREPARE_BUDGET
+      end
+
       # A stop began: every child must be gone `seconds` from now.
       def stop_within(seconds)
         @stop_at = Clock.now + seconds
@@ -39,8 +56,8 @@ module Herd
             child.busy_since = nil
             child.state = :stopping
             @children.signal(child, :KILL)
-          elsif child.state == :spawning && Clock.now - child.spawned_at > config.spawn_timeout
-            log("#{child} was not ready within spawn_timeout (#{config.spawn_timeout}s); killing it")
+          elsif child.state == :spawning && Clock.now - child.spawned_at > (child.spawn_budget || config.spawn_timeout)
+            log("#{child} #{late(child)}; killing it")
             @context.telemetry&.count(:spawn_failures)
             child.state = :stopping
             child.pid ? @children.signal(child, :KILL) : yield(child)
@@ -49,6 +66,12 @@ module Herd
       end
 
       private
+
+      def late(child)
+        return "was not ready within spawn_timeout (#{config.spawn_timeout}s)" unless child.spawn_budget
+
+        "did not finish preparing its heap within #{PREPARE_BUDGET} x spawn_timeout (#{child.spawn_budget}s)"
+      end
 
       def kill_all(reason)
         log("#{reason}: killing #{@children.count} process(es)") if @children.any?

@@ -184,7 +184,7 @@ module Herd
       # half the throughput for that time on a busy server. On an idle one
       # nice changes nothing. `prepare_heap nice: 0` runs them at the
       # mold's own priority. Under a load that leaves little CPU over it
-      # takes longer, so it gets a spawn_timeout of its own.
+      # takes longer, so it gets three spawn_timeouts of its own (Deadlines#preparing).
       def prepare_heap
         option = config.prepare_heap
         return unless option

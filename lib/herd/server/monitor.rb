@@ -226,7 +226,7 @@ module Herd
         case message.first
         when :hello then child.pid ||= message[1]
         when :ready then on_ready(child)
-        when :preparing then child.spawned_at = Clock.now if child.state == :spawning
+        when :preparing then @deadlines.preparing(child)
         when :busy
           child.busy_since = Clock.now
           child.busy_with = message[1]

@@ -19,7 +19,7 @@ module Herd
       FROM_CHILD = {
         hello: "[pid, number or nil, generation]: the first thing a child says (the monitor can kill it from then on)",
         ready: "[]: booted (a mold) or accepting (a worker)",
-        preparing: "[]: a mold's app is loaded and its heap preparation starts (at a lower priority): its spawn_timeout starts over",
+        preparing: "[]: a mold's app is loaded and its heap preparation starts (at a lower priority): it gets 3 x spawn_timeout from now",
         boot_failed: "[error text]: a mold's app did not load; the child exits next",
         busy: "[request line]: a worker without a scoreboard slot started a request",
         idle: "[requests served]: a worker without a scoreboard slot finished one",
