@@ -2,6 +2,7 @@
 
 require "socket"
 require "uri"
+require "herd/linux"
 
 module RailsBench
   # The load: CLIENTS processes (forked, so that they do not share a GVL),
@@ -39,6 +40,9 @@ module RailsBench
       @readers = (0...@clients).map do |index|
         reader, writer = IO.pipe
         pid = fork do
+          # Gone with the driver, however it ends (an INT to its pid alone
+          # left four clients loading the next benchmark's server).
+          Herd::Linux.parent_death_signal("KILL")
           reader.close
           Marshal.dump(Browser.new(@port, @ids, index, @header).run(share(index), @stop_path), writer)
           writer.close
