@@ -124,6 +124,8 @@ module Herd
 
       @settings = PoolSettings.build(**options)
       @disposable = disposable
+      # A one-call pool's processes are forked by their first batch (#dispatch).
+      @fork_on_dispatch = disposable && kind == :process
       @lock = Mutex.new
       @owner = Process.pid
       @scoreboard = Scoreboard.new(size, shared: kind == :process)
@@ -222,9 +224,33 @@ module Herd
       @disposable
     end
 
+    # A retiring worker (sent its last batch) takes no more.
+
     # @api private
     def idle_workers(inflight)
-      @workers.reject { |worker| inflight.key?(worker) }
+      @workers.reject { |worker| inflight.key?(worker) || worker.retiring? }
+    end
+
+    # Whether a batch may tell its worker to exit once done (see
+    # {WorkerLoop}): only a one-call pool's processes, which nobody reuses.
+
+    # @api private
+    def retires_workers?
+      @fork_on_dispatch
+    end
+
+    # Hands a batch message to a worker; a one-call pool's worker not forked
+    # yet is forked with it.
+
+    # @api private
+    # The child finds the batch in memory: it neither waits for it nor reads
+    # or unmarshals it, and only the parent's loop runs between the forks.
+    # @return [Boolean] whether the worker took it
+    def dispatch(worker, message)
+      return worker.send_batch(message) unless @fork_on_dispatch && !worker.started?
+
+      spawn(worker.number, worker, message)
+      true
     end
 
     # Items a worker may still take before it is recycled
@@ -240,6 +266,7 @@ module Herd
       @served[worker.number] += count
       max = @settings.max_items_per_worker
       return unless max && @served[worker.number] >= max && @workers[worker.number].equal?(worker)
+      return if worker.retiring? # it exits on its own
 
       worker.stop
       worker.reap
@@ -307,6 +334,8 @@ module Herd
     end
 
     def start_workers
+      return size.times { |number| @workers[number] = ProcessWorker.new(number, @setup) } if @fork_on_dispatch
+
       size.times { |number| spawn(number) }
     end
 
@@ -337,15 +366,17 @@ module Herd
     # every pid it must reap even when a signal lands right after the fork.
     # The user's before_fork comes before the heap preparation (the first
     # fork only), so what it releases is collected by it.
-    def spawn(number)
+    # @param worker [Object, nil] the unforked worker to start (#dispatch), else a new one
+    # @param first [Array, nil] its first batch message
+    def spawn(number, worker = nil, first = nil)
       if kind == :process
         before_fork(number)
         prepare_heap unless @heap_prepared
       end
-      siblings = @workers.each_with_index.filter_map { |worker, slot| worker&.io if slot != number }
-      worker = WORKER_CLASSES.fetch(kind).new(number, @setup)
+      siblings = @workers.each_with_index.filter_map { |other, slot| other&.io if slot != number }
+      worker ||= WORKER_CLASSES.fetch(kind).new(number, @setup)
       @workers[number] = worker
-      Thread.handle_interrupt(Object => :never) { worker.start(siblings) }
+      Thread.handle_interrupt(Object => :never) { first ? worker.start(siblings, first) : worker.start(siblings) }
     end
 
     # A signal may land anywhere in here — Ruby runs trap handlers (and

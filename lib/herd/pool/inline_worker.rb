@@ -24,6 +24,11 @@ module Herd
         nil
       end
 
+      # Only process workers of a one-call pool exit on their own.
+      def retiring?
+        false
+      end
+
       def start(_siblings = nil)
         self
       end
@@ -37,7 +42,7 @@ module Herd
         previous = Thread.current[:herd_worker_number]
         Thread.current[:herd_worker_number] = @number
         WorkerLoop.new(job: @setup.job, transport: self, scoreboard: @setup.scoreboard, slot: @number,
-          resolver: @setup.resolver, item_timeout: @item_timeout).run_batch(*message.drop(1))
+          resolver: @setup.resolver, item_timeout: @item_timeout).run_batch(*message[1, 5])
         true
       ensure
         Thread.current[:herd_worker_number] = previous

@@ -20,6 +20,10 @@ module Herd
       # a virtual machine), and Signal.list alone made a hash of 60-odd
       # strings there.
       PARENT_DEATH_SIGNAL = Signal.list.fetch("KILL")
+      # TERM (the parent stopping a call, closing a pool) ends the worker at
+      # once, as the default action would, but with stdout flushed first.
+      # Made once: a proc made in each child is one more object on a shared page.
+      TERM_HANDLER = proc { ProcessExit.now(TERM_STATUS) }
 
       # @return [Integer] the worker's number, also its scoreboard slot
       attr_reader :number
@@ -37,14 +41,22 @@ module Herd
       # first worker), so this fork skips it.
       # @param siblings [Array<IO>] parent-side descriptors the child must close,
       #   or a sibling's death would go unnoticed (its socket kept open by us)
-      def start(siblings)
+      # @param first [Array, nil] its first batch message: the child finds it
+      #   in memory, with no round trip and nothing to read or unmarshal
+      def start(siblings, first = nil)
         # Kept where #reap closes them, whatever moment a signal interrupts this.
         parent_end, child_end = Channel.pair
         @channel = parent_end
         @child_end = child_end
+        @retiring = last_batch?(first)
         parent_pid = Process.pid
         from_main_thread = Thread.current == Thread.main
         Linux.available? # resolves prctl here, once, rather than in every child
+        # Made here too: every object a new worker makes lands on a page it
+        # shares with this process, and copies it.
+        transport = ProcessTransport.new(child_end)
+        worker_loop = WorkerLoop.new(job: @setup.job, transport: transport, scoreboard: @setup.scoreboard,
+          slot: @number, resolver: @setup.resolver)
         # A signal landing in the child before its handlers are set would raise
         # out of Process.fork and run the parent's code in the child: defer
         # every interrupt until the child is inside #serve.
@@ -54,7 +66,7 @@ module Herd
               Thread.handle_interrupt(Object => :immediate) do
                 parent_end.close
                 siblings.each { |io| io.close unless io.closed? }
-                serve(child_end, parent_pid, from_main_thread)
+                serve(transport, worker_loop, parent_pid, from_main_thread, first)
               end
             rescue SystemExit
               raise # run_at_exit: true asked for a normal exit
@@ -72,7 +84,9 @@ module Herd
         @channel&.io
       end
 
+      # @return [Boolean] whether it could be sent
       def send_batch(message)
+        @retiring ||= last_batch?(message)
         @channel.send_message(message)
         true
       rescue Errno::EPIPE, Errno::ECONNRESET, IOError
@@ -84,13 +98,25 @@ module Herd
         @channel.read_ready
       end
 
+      # @return [Boolean] whether it was forked (a one-call pool forks a
+      #   worker with its first batch)
+      def started?
+        !@channel.nil?
+      end
+
+      # @return [Boolean] whether it was sent its last batch, after which it
+      #   exits on its own
+      def retiring?
+        @retiring ? true : false
+      end
+
       # Asks the worker to finish: it exits after its current batch. Our end
       # stays open for reading, so its EOF tells when the worker is gone
-      # (see {#exit_io}).
+      # (see {#exit_io}). A retiring worker needs no message.
       def stop
         return unless @channel
 
-        @channel.send_message([:stop])
+        @channel.send_message([:stop]) unless @retiring
       rescue Errno::EPIPE, Errno::ECONNRESET, IOError
         nil
       ensure
@@ -126,10 +152,24 @@ module Herd
         signal(:KILL)
       end
 
+      # Like reap(wait: false), but what the worker sent before it exited
+      # stays readable: a retiring worker exits right after its results.
+      # @return [Boolean]
+      def exited?
+        return true if @status
+        return false unless @pid
+
+        _, status = Process.waitpid2(@pid, Process::WNOHANG)
+        @status = status if status
+        !status.nil?
+      rescue Errno::ECHILD
+        true
+      end
+
       # @param wait [Boolean] block until it exits
       # @return [Process::Status, nil] nil while it runs (wait: false)
       def reap(wait: true)
-        return @status if @status
+        return close_channels && @status if @status # #exited? may have collected it
         return close_channels && :gone unless @pid # interrupted before it forked
 
         _, status = Process.waitpid2(@pid, wait ? 0 : Process::WNOHANG)
@@ -164,12 +204,16 @@ module Herd
         true
       end
 
-      def serve(channel, parent_pid, from_main_thread)
-        @setup.leave_worker(work(channel, parent_pid, from_main_thread))
+      def last_batch?(message)
+        message ? message[6] == true : false
+      end
+
+      def serve(transport, worker_loop, parent_pid, from_main_thread, first)
+        @setup.leave_worker(work(transport, worker_loop, parent_pid, from_main_thread, first))
       end
 
       # @return [Integer] the exit status
-      def work(channel, parent_pid, from_main_thread)
+      def work(transport, worker_loop, parent_pid, from_main_thread, first)
         # Die with the parent even if it is SIGKILLed, and catch the race where
         # it died before the request took effect. The kernel ties this to the
         # forking THREAD: from any other thread, the end of that thread would
@@ -179,17 +223,14 @@ module Herd
 
         # Ctrl-C reaches the whole process group; the parent decides what to do.
         trap("INT", "IGNORE")
-        # TERM (the parent stopping a call, closing a pool) ends the worker at
-        # once, as the default action would, but with stdout flushed first.
-        trap("TERM") { ProcessExit.now(TERM_STATUS) }
+        trap("TERM", TERM_HANDLER)
         @setup.enter_worker(@number)
-        WorkerLoop.new(job: @setup.job, transport: ProcessTransport.new(channel), scoreboard: @setup.scoreboard,
-          slot: @number, resolver: @setup.resolver).run
+        worker_loop.run(first)
         0
       rescue SignalException
         1
       rescue Exception => e # rubocop:disable Lint/RescueException -- report a failed after_fork, then exit
-        ProcessTransport.new(channel).deliver([:results, nil, [[nil, :error, e]], true])
+        transport.deliver([:results, nil, [[nil, :error, e]], true])
         1
       end
     end

@@ -88,27 +88,39 @@ module Herd
         @operation.result
       end
 
+      # Every idle worker's batch is taken before any is sent, so each knows
+      # whether it is the last one its worker gets.
       # @return [Integer] items handed out
       def dispatch
-        sent = 0
+        plans = []
         @pool.idle_workers(@inflight).each do |worker|
           size = [@chunks.next_size(@handed_out), @pool.quota(worker)].min
           pairs = @source.take(size)
           break if pairs.empty?
 
-          send_batch(worker, pairs)
-          sent += pairs.size
+          @handed_out += pairs.size
+          plans << [worker, pairs]
         end
-        sent
+        last = last_batches?(plans)
+        plans.each { |worker, pairs| send_batch(worker, pairs, last) }
+        plans.sum { |_, pairs| pairs.size }
       end
 
-      def send_batch(worker, pairs)
-        @handed_out += pairs.size
+      # A one-call pool's workers exit on their own after a batch that leaves
+      # the source exhausted: no stop message, no wake-up to read it, and the
+      # exit overlaps the parent's collecting. Items handed back later (a
+      # retry) go to the fresh worker that replaces a dead one, or to one
+      # forked for them (#finish_batch).
+      def last_batches?(plans)
+        !plans.empty? && !@stopping && @pool.retires_workers? && @source.exhausted?
+      end
+
+      def send_batch(worker, pairs, last)
         pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
         indices = pairs.map(&:first)
+        message = [:batch, @id, @with_index, !@settings.timeout.nil?, indices, (@by_index ? nil : pairs.map(&:last)), last]
         @inflight[worker] = Batch.new(pairs, Clock.now, @pool.scoreboard.started(worker.number))
-        message = [:batch, @id, @with_index, !@settings.timeout.nil?, indices, (@by_index ? nil : pairs.map(&:last))]
-        worker.send_batch(message) || worker_died(worker)
+        @pool.dispatch(worker, message) || worker_died(worker)
         collect(worker) unless worker.io
       end
 
@@ -178,7 +190,11 @@ module Herd
         @inflight.delete(worker)
         @chunks.record(batch.size, Clock.now - batch.sent_at)
         @pool.served(worker, batch.answered)
-        @source.retry(batch.unanswered) unless @stopping
+        return if @stopping
+
+        @source.retry(batch.unanswered)
+        # Items came back after this worker was told it had its last batch.
+        @pool.replace(worker) if worker.retiring? && !@source.exhausted?
       end
 
       def worker_died(worker)
@@ -186,6 +202,9 @@ module Herd
         # explains more than its exit status does.
         messages, = worker.read_ready
         messages.each { |message| receive(worker, *message) }
+        # One that answered its last batch exited as it was told to.
+        return if worker.retiring? && !@inflight.key?(worker)
+
         status = worker.reap
         batch = @inflight.delete(worker)
         # Read before #replace marks the slot idle for the new worker: the
@@ -223,7 +242,7 @@ module Herd
 
         @next_check = Clock.now + @tick
         @inflight.to_a.each do |worker, batch|
-          next worker_died(worker) if worker.pid && worker.reap(wait: false)
+          next worker_died(worker) if worker.pid && worker.exited?
 
           check_timeout(worker, batch) if @settings.timeout
         end

@@ -44,6 +44,11 @@ module Herd
         nil
       end
 
+      # Only process workers of a one-call pool exit on their own.
+      def retiring?
+        false
+      end
+
       def start(_siblings = nil)
         @inbox = Queue.new
         @outbox = Queue.new

@@ -9,10 +9,11 @@ module Herd
     # What a worker does, whatever it is (process, thread or the caller
     # itself): take a batch, run the job on each item, send the results back.
     #
-    # Messages in: `[:batch, run_id, with_index, flush_each, indices, items]`
+    # Messages in: `[:batch, run_id, with_index, flush_each, indices, items, last]`
     # (indices alone when the worker can read the items from its own copy of
-    # the source) and `[:stop]`. Out: `[:results, run_id, entries, done]`, an
-    # entry being `[index, status, value]` with status :ok, :error, :break or
+    # the source; `last` when the worker is to exit after this batch) and
+    # `[:stop]`. Out: `[:results, run_id, entries, done]`, an entry being
+    # `[index, status, value]` with status :ok, :error, :break or
     # :unserializable.
     # @api private
     class WorkerLoop
@@ -32,12 +33,19 @@ module Herd
         @item_timeout = item_timeout
       end
 
-      # Serves batches until told to stop or the parent goes away.
-      def run
-        while (message = @transport.receive)
+      # Serves batches until told to stop, a batch says it is the last, or
+      # the parent goes away.
+      # @param first [Array, nil] a batch message already in memory (a worker
+      #   forked with its first batch), run before anything is read
+      def run(first = nil)
+        message = first || @transport.receive
+        while message
           break if message.first == :stop
 
-          run_batch(*message.drop(1))
+          run_batch(*message[1, 5])
+          break if message[6]
+
+          message = @transport.receive
         end
       end
 
