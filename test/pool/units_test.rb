@@ -31,6 +31,22 @@ class ChunkSizerTest < Herd::Test
   def test_a_fixed_size_wins
     assert_equal 7, Herd::Pool::ChunkSizer.new(fixed: 7, total: 3, workers: 2).next_size(0)
   end
+
+  # 2.5 ms items, one batch of which took 80 ms (a worker's first GC).
+  def test_one_slow_batch_weighs_at_most_four_times_the_estimate
+    chunks = sizer
+    chunks.record(4, 0.01)
+    assert_equal 4, chunks.next_size(4)
+    chunks.record(1, 0.08)
+    assert_equal 2, chunks.next_size(5), "estimate 2.5 -> 4.75 ms, not 25.75"
+  end
+
+  def test_items_that_really_got_slower_shrink_batches_within_two
+    chunks = sizer
+    chunks.record(4, 0.01)
+    2.times { chunks.record(1, 0.1) }
+    assert_equal 1, chunks.next_size(8)
+  end
 end
 
 class SourceTest < Herd::Test

@@ -14,6 +14,8 @@ module Herd
     class ChunkSizer
       TARGET_SECONDS = 0.01
       MAX = 4096
+      # The most one batch's time per item may weigh, in estimates.
+      OUTLIER = 4
 
       # @param fixed [Integer, nil] the user's chunk_size:, used as is
       # @param total [Integer, Float, nil] items in the source, when known
@@ -35,12 +37,17 @@ module Herd
         size.clamp(1, limit(handed_out))
       end
 
-      # Learns from a finished batch.
+      # Learns from a finished batch. A sample counts for at most
+      # {OUTLIER} times the estimate: one slow batch (a worker's first
+      # garbage collection and copy-on-write faults: 50-80 ms for one 2.5 ms
+      # item on the 2-core VM) had kept batches at one item, and a round
+      # trip each, for a dozen more. Items that really got slower still
+      # nearly double the estimate per batch.
       def record(items, seconds)
         return if items.zero?
 
         sample = seconds / items
-        @per_item = @per_item ? (@per_item * 0.7) + (sample * 0.3) : sample
+        @per_item = @per_item ? (@per_item * 0.7) + ([sample, @per_item * OUTLIER].min * 0.3) : sample
       end
 
       private

@@ -36,6 +36,7 @@ module Herd
         @id = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
         @chunks = ChunkSizer.new(fixed: settings.chunk_size, total: source.size, workers: pool.size)
         @inflight = {}
+        @warm = {} # workers that answered a batch in this run
         @attempts = Hash.new(0)
         @handed_out = 0
         @stopping = false
@@ -188,7 +189,9 @@ module Herd
 
       def finish_batch(worker, batch)
         @inflight.delete(worker)
-        @chunks.record(batch.size, Clock.now - batch.sent_at)
+        # A worker's first batch also measures its start-up, not only its items.
+        @chunks.record(batch.size, Clock.now - batch.sent_at) if @warm.key?(worker)
+        @warm[worker] = true
         @pool.served(worker, batch.answered)
         return if @stopping
 
