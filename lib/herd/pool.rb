@@ -11,6 +11,7 @@ require_relative "pool/scoreboard"
 require_relative "pool/heap_policy"
 require_relative "pool/worker_setup"
 require_relative "pool/process_worker"
+require_relative "pool/rehearsal"
 require_relative "pool/thread_worker"
 require_relative "pool/inline_worker"
 require_relative "pool/operations"
@@ -365,11 +366,13 @@ module Herd
     # The new worker is in @workers before it forks, so #shutdown knows
     # every pid it must reap even when a signal lands right after the fork.
     # The user's before_fork comes before the heap preparation (the first
-    # fork only), so what it releases is collected by it.
+    # fork only), so what it releases is collected by it; the rehearsal
+    # (once per process) comes first of all.
     # @param worker [Object, nil] the unforked worker to start (#dispatch), else a new one
     # @param first [Array, nil] its first batch message
     def spawn(number, worker = nil, first = nil)
       if kind == :process
+        Rehearsal.once
         before_fork(number)
         prepare_heap unless @heap_prepared
       end

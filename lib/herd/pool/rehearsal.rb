@@ -1,0 +1,54 @@
+# frozen_string_literal: true
+
+require_relative "../channel"
+require_relative "../process_exit"
+require_relative "scoreboard"
+require_relative "worker_loop"
+require_relative "process_transport"
+
+module Herd
+  class Pool
+    # Runs a worker's loop once in this process, before its first pool
+    # worker forks: one item over a real channel, as a worker runs it.
+    #
+    # Ruby fills a call site's method cache the first time it runs there, and
+    # a worker's loop is code the parent never runs: every new worker filled
+    # ~105 caches of its own (the parent ~8 per Herd.map), each a write to
+    # memory it shares with the parent, so a copy-on-write fault. Filled
+    # here, they are inherited: a two-item Herd.map's workers took 180 page
+    # faults each instead of 240 on the 2-core VM (16-30 us a fault). Once
+    # per process is enough (method caches survive garbage collection), and
+    # a forked process inherits the caches with the flag.
+    # @api private
+    module Rehearsal
+      JOB = ->(item) { item }
+      BATCH = [:batch, 0, false, false, [0], nil, true].freeze
+      @done = false
+
+      module_function
+
+      # Rehearses unless this process (or the one it was forked from) did.
+      def once
+        return if @done
+
+        @done = true
+        run
+      end
+
+      # What a worker does with its first batch, where only this process sees it.
+      def run
+        parent_end, child_end = Channel.pair
+        scoreboard = Scoreboard.new(1, shared: true)
+        WorkerLoop.new(job: JOB, transport: ProcessTransport.new(child_end), scoreboard: scoreboard, slot: 0,
+          resolver: JOB).run(BATCH)
+        parent_end.read_ready
+        # Ruby's fork flushes them too: nothing changes but the caches.
+        ProcessExit.flush_standard_streams
+      ensure
+        parent_end&.close
+        child_end&.close
+        scoreboard&.free
+      end
+    end
+  end
+end
