@@ -22,7 +22,9 @@ module Herd
     # @api private
     module Rehearsal
       JOB = ->(item) { item }
-      BATCH = [:batch, 0, false, false, [0], nil, true].freeze
+      # The batch a worker is forked with, then one it reads: its last.
+      FIRST = [:batch, 0, false, false, [0], nil, false].freeze
+      NEXT = [:batch, 0, false, false, [1], nil, true].freeze
       @done = false
 
       module_function
@@ -39,8 +41,9 @@ module Herd
       def run
         parent_end, child_end = Channel.pair
         scoreboard = Scoreboard.new(1, shared: true)
+        parent_end.send_message(NEXT) # a few bytes: the socket holds them
         WorkerLoop.new(job: JOB, transport: ProcessTransport.new(child_end), scoreboard: scoreboard, slot: 0,
-          resolver: JOB).run(BATCH)
+          resolver: JOB).run(FIRST)
         parent_end.read_ready
         # Ruby's fork flushes them too: nothing changes but the caches.
         ProcessExit.flush_standard_streams
