@@ -34,14 +34,15 @@ class PoolRetiringTest < Herd::Test
   def test_a_worker_loop_runs_the_batch_it_was_forked_with_before_reading_anything
     transport = FakeTransport.new([:batch, 7, false, false, [1], nil, false], [:stop])
     loop_with(transport).run([:batch, 7, false, false, [0], nil, false])
-    assert_equal [[:results, 7, [[0, :ok, 10]], true], [:results, 7, [[1, :ok, 20]], true]], transport.delivered
+    assert_equal [[:results, 7, [[0, :ok, 10]], true], [:results, 7, [[1, :ok, 20]], true]], transport.delivered.map { |m| m.first(4) }
+    assert(transport.delivered.all? { |message| message[4].is_a?(Float) && message[4] >= 0 }, "each says how long its batch took")
     assert_equal 2, transport.received, "the next batch, then the stop"
   end
 
   def test_a_worker_loop_ends_after_a_batch_marked_last_without_reading_more
     transport = FakeTransport.new([:batch, 7, false, false, [1], nil, false])
     loop_with(transport).run([:batch, 7, false, false, [0], nil, true])
-    assert_equal [[:results, 7, [[0, :ok, 10]], true]], transport.delivered
+    assert_equal [[:results, 7, [[0, :ok, 10]], true]], transport.delivered.map { |m| m.first(4) }
     assert_equal 0, transport.received
   end
 

@@ -7,8 +7,9 @@ module Herd
     # Tiny items must travel in large batches or the round trip dominates
     # (the parallel gem sends one item per message: 15-23 us each); slow items
     # must travel in small ones so the last batches don't leave cores idle.
-    # So: start with one item, measure the time per item as seen from the
-    # parent (round trip included), and aim for batches of about
+    # So: start with one item, measure the time per item as the worker spent
+    # it (the round trip is what batching amortizes: counted in, it kept
+    # 2.5 ms items in batches of one), and aim for batches of about
     # {TARGET_SECONDS}, never more than an even share of what remains.
     # @api private
     class ChunkSizer

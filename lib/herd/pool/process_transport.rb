@@ -19,10 +19,10 @@ module Herd
       end
 
       def deliver(message)
-        kind, run_id, entries, done = message
+        kind, run_id, entries, done, busy = message
         entries = entries.map { |entry| (entry[1] == :error) ? [entry[0], :error, ErrorPayload.dump(entry[2])] : entry }
-        payload = dump([kind, run_id, entries, done]) ||
-          Marshal.dump([kind, run_id, entries.map { |entry| dumpable(entry) }, done])
+        payload = dump([kind, run_id, entries, done, busy]) ||
+          Marshal.dump([kind, run_id, entries.map { |entry| dumpable(entry) }, done, busy])
         @channel.write_frame(payload)
       rescue Errno::EPIPE, Errno::ECONNRESET, IOError
         # The parent is gone: nobody is left to work for.

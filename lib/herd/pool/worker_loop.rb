@@ -3,6 +3,7 @@
 require "timeout"
 require_relative "errors"
 require_relative "error_payload"
+require_relative "../clock"
 
 module Herd
   class Pool
@@ -12,9 +13,10 @@ module Herd
     # Messages in: `[:batch, run_id, with_index, flush_each, indices, items, last]`
     # (indices alone when the worker can read the items from its own copy of
     # the source; `last` when the worker is to exit after this batch) and
-    # `[:stop]`. Out: `[:results, run_id, entries, done]`, an entry being
-    # `[index, status, value]` with status :ok, :error, :break or
-    # :unserializable.
+    # `[:stop]`. Out: `[:results, run_id, entries, done, busy]`, an entry
+    # being `[index, status, value]` with status :ok, :error, :break or
+    # :unserializable, and `busy` the seconds the batch took here (with
+    # `done` only).
     # @api private
     class WorkerLoop
       TIMEOUT_MESSAGE = "herd item timeout"
@@ -51,6 +53,7 @@ module Herd
 
       # @api private
       def run_batch(run_id, with_index, flush_each, indices, items)
+        started = Clock.now
         items ||= indices.map { |index| @resolver.call(index) }
         entries = []
         indices.each_with_index do |index, position|
@@ -68,7 +71,7 @@ module Herd
         end
       ensure
         @scoreboard.idle(@slot)
-        @transport.deliver([:results, run_id, entries, true]) if entries
+        @transport.deliver([:results, run_id, entries, true, Clock.now - started]) if entries
       end
 
       private
