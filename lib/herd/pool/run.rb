@@ -111,9 +111,11 @@ module Herd
       # the source exhausted: no stop message, no wake-up to read it, and the
       # exit overlaps the parent's collecting. Items handed back later (a
       # retry) go to the fresh worker that replaces a dead one, or to one
-      # forked for them (#finish_batch).
+      # forked for them (#finish_batch). Only a source of known size says so
+      # for free: an enumerator would have to make its next item (#peek)
+      # before these batches leave, and a slow one would hold them back.
       def last_batches?(plans)
-        !plans.empty? && !@stopping && @pool.retires_workers? && @source.exhausted?
+        !plans.empty? && !@stopping && @pool.retires_workers? && !@source.size.nil? && @source.exhausted?
       end
 
       def send_batch(worker, pairs, last)
