@@ -240,6 +240,13 @@ module Herd
       @fork_on_dispatch
     end
 
+    # Whether #dispatch would fork this worker (a one-call pool's, not forked yet).
+
+    # @api private
+    def unforked?(worker)
+      @fork_on_dispatch && !worker.started?
+    end
+
     # Hands a batch message to a worker; a one-call pool's worker not forked
     # yet is forked with it.
 
@@ -248,7 +255,7 @@ module Herd
     # or unmarshals it, and only the parent's loop runs between the forks.
     # @return [Boolean] whether the worker took it
     def dispatch(worker, message)
-      return worker.send_batch(message) unless @fork_on_dispatch && !worker.started?
+      return worker.send_batch(message) unless unforked?(worker)
 
       spawn(worker.number, worker, message)
       true

@@ -103,7 +103,18 @@ module Herd
           plans << [worker, pairs]
         end
         last = last_batches?(plans)
-        plans.each { |worker, pairs| send_batch(worker, pairs, last) }
+        # Workers forked by their batch go first, all of them, before any
+        # start: callback: its output (a progress line, "running") and the
+        # Ctrl-C it may prompt then find every fork of the round done, as
+        # when a pool forked its workers when made. A trap that raises
+        # between a fork's return and the pid's keeping loses the worker.
+        forked = plans.select { |worker, _| @pool.unforked?(worker) }
+        forked.each { |worker, pairs| hand_out(worker, pairs, last) }
+        plans.each do |worker, pairs|
+          pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
+          hand_out(worker, pairs, last) unless forked.any? { |other, _| other.equal?(worker) }
+          collect(worker) unless worker.io
+        end
         plans.sum { |_, pairs| pairs.size }
       end
 
@@ -118,13 +129,11 @@ module Herd
         !plans.empty? && !@stopping && @pool.retires_workers? && !@source.size.nil? && @source.exhausted?
       end
 
-      def send_batch(worker, pairs, last)
-        pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
+      def hand_out(worker, pairs, last)
         indices = pairs.map(&:first)
         message = [:batch, @id, @with_index, !@settings.timeout.nil?, indices, (@by_index ? nil : pairs.map(&:last)), last]
         @inflight[worker] = Batch.new(pairs, Clock.now, @pool.scoreboard.started(worker.number))
         @pool.dispatch(worker, message) || worker_died(worker)
-        collect(worker) unless worker.io
       end
 
       # Every object the parent makes while workers share its pages lands in
