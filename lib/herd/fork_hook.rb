@@ -21,6 +21,10 @@ module Herd
     # This thread's override of the switch: false, true or a Hash; nil follows it.
     OVERRIDE = :__herd_fork_prepare_heap
     private_constant :OVERRIDE
+    # This thread's box for the pids of the children it forks (see
+    # {ProcessHook#_fork}); nil: none is kept.
+    # @api private
+    PID_BOX = :__herd_fork_pid_box
     # The environment switch read by `require "herd/fork"`.
     ENV_SWITCH = "HERD_PREPARE_HEAP"
     # Its name before 0.x's vocabulary review, read until 1.0.
@@ -29,8 +33,17 @@ module Herd
     # Prepended to `Process.singleton_class`.
     # @api private
     module ProcessHook
+      # The pid goes into the thread's box (Pool workers') before any
+      # instruction where Ruby runs a trap handler: one that raises there
+      # (Ctrl-C under `trap("INT") { raise Interrupt }`) would otherwise
+      # unwind past the fork's return, and the child would be nobody's to
+      # reap. Only a method's end and a taken branch check for interrupts.
       def _fork
-        ForkHook.around_fork { super }
+        ForkHook.around_fork do
+          pid = super
+          Thread.current[PID_BOX]&.push(pid)
+          pid
+        end
       end
     end
 
@@ -217,8 +230,9 @@ module Herd
         pid = yield
         if pid.zero?
           # A block-form fork never returns in the child: forks it makes must
-          # not inherit the parent's override.
+          # not inherit the parent's override, nor fill its pid box.
           Thread.current[OVERRIDE] = nil
+          Thread.current[PID_BOX] = nil
           @callbacks.run_after_fork
         else
           @callbacks.run_after_fork_parent(pid)

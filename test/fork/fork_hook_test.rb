@@ -182,4 +182,13 @@ class ForkHookTest < Herd::Test
     Process.wait(fork { exit!(0) })
     refute Herd::ForkHook.last_report.compacted
   end
+
+  def test_a_threads_pid_box_gets_each_childs_pid
+    box = Thread.current[Herd::ForkHook::PID_BOX] = []
+    pid = fork { exit!(0) }
+    assert_equal [pid], box
+  ensure
+    Thread.current[Herd::ForkHook::PID_BOX] = nil
+    Process.wait(pid) if pid
+  end
 end

@@ -148,6 +148,21 @@ class PoolLifecycleTest < Herd::Test
     assert_equal [0, 1], numbers.uniq.sort
   end
 
+  # What a trap raising Interrupt does when it lands right after a fork
+  # returns (Ruby runs trap handlers even where interrupts are deferred).
+  def test_an_interrupt_right_after_a_worker_forks_leaves_no_child_behind
+    pids = []
+    raising = Herd.after_fork_parent do |pid|
+      pids << pid
+      raise Interrupt if pids.size == 2
+    end
+    assert_raises(Interrupt) { Herd.map([1, 2, 3, 4], processes: 2, prepare_heap: false) { |i| sleep 0.05 if i == 1 } }
+    assert_equal 2, pids.size
+    pids.each { |pid| assert_raises(Errno::ECHILD, "worker #{pid} left behind") { Process.waitpid(pid, Process::WNOHANG) } }
+  ensure
+    Herd.remove_fork_callback(raising)
+  end
+
   def test_before_fork_runs_before_a_replacement_forks_too_and_may_take_no_argument
     calls = 0
     Herd.map(1..6, processes: 1, chunk_size: 1, max_items_per_worker: 2, before_fork: -> { calls += 1 }) { |i| i }

@@ -59,7 +59,11 @@ module Herd
           slot: @number, resolver: @setup.resolver)
         # A signal landing in the child before its handlers are set would raise
         # out of Process.fork and run the parent's code in the child: defer
-        # every interrupt until the child is inside #serve.
+        # every interrupt until the child is inside #serve. A trap handler
+        # runs all the same, and one that raises between the fork's return
+        # and @pid's assignment would lose the child: the fork hook keeps
+        # its pid in a box first.
+        forked = Thread.current[ForkHook::PID_BOX] = []
         @pid = Thread.handle_interrupt(Object => :never) do
           ForkHook.without_heap_preparation do
             Process.fork do
@@ -77,6 +81,9 @@ module Herd
         end
         child_end.close
         self
+      ensure
+        Thread.current[ForkHook::PID_BOX] = nil
+        @pid ||= forked&.find(&:positive?)
       end
 
       # @return [IO] readable when results arrive or the worker dies
