@@ -106,8 +106,7 @@ module Herd
         # Workers forked by their batch go first, all of them, before any
         # start: callback: its output (a progress line, "running") and the
         # Ctrl-C it may prompt then find every fork of the round done, as
-        # when a pool forked its workers when made. A trap that raises
-        # between a fork's return and the pid's keeping loses the worker.
+        # when a pool forked its workers when made.
         forked = plans.select { |worker, _| @pool.unforked?(worker) }
         forked.each { |worker, pairs| hand_out(worker, pairs, last) }
         plans.each do |worker, pairs|
