@@ -7,7 +7,8 @@
 #
 # Loads the app (bench/cow/lazy_caches.ru by default), serves 60 requests,
 # prepares the heap as a promoted mold does, then for each budget (false,
-# 200,000, 100,000, 50,000; ROUNDS times, default 3, interleaved) forks a
+# 200,000, 100,000, 50,000, or BUDGETS="false 20000 10000"; ROUNDS times,
+# default 3, interleaved) forks a
 # child that serves 250 requests in-process, collecting between requests as
 # a worker does, and prints its CPU time per request, GC count and GC time
 # per request. Read the GC time, and the minimum CPU per budget: CPU time on
@@ -32,7 +33,8 @@ serve = CowBench::InProcess.server(app_path)
 Herd::Heap.prepare(seal_malloc: true, compact: true)
 
 cpu = -> { Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) }
-([false, 200_000, 100_000, 50_000] * rounds).each do |budget|
+budgets = ENV["BUDGETS"] ? ENV["BUDGETS"].split.map { |b| b == "false" ? false : Integer(b) } : [false, 200_000, 100_000, 50_000]
+(budgets * rounds).each do |budget|
   reader, writer = IO.pipe
   pid = Process.fork do
     reader.close

@@ -45,7 +45,7 @@ class ServerConfigFileTest < Herd::Test
     "refork_after [0]" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got [0]",
     "refork_after true" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got true",
     "refork_max_unavailable 0" => "refork_max_unavailable must be a whole number >= 1, got 0",
-    "out_of_band_gc 0" => "out_of_band_gc must be false or a number of allocations > 0, e.g. 100_000; got 0",
+    "out_of_band_gc 0" => "out_of_band_gc must be false or a number of allocations > 0, e.g. 10_000; got 0",
     "prepare_heap :yes" => "prepare_heap: true, false or a Hash of Herd::Heap.prepare options",
     "prepare_heap compactt: true" => "prepare_heap: unknown option compactt; known: #{Herd::Heap::OPTIONS.join(", ")}"
   }.freeze

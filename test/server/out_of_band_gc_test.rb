@@ -32,7 +32,7 @@ class OutOfBandGCTest < Herd::Test
 
   def setup
     @gc = FakeGC.new
-    @oob = Herd::Server::OutOfBandGC.new(1_000, gc: @gc)
+    @oob = Herd::Server::OutOfBandGC.new(1_000, min_requests: 1, gc: @gc)
   end
 
   def test_collects_once_the_budget_is_allocated
@@ -63,6 +63,28 @@ class OutOfBandGCTest < Herd::Test
     assert @oob.between_requests
   end
 
+  def test_waits_for_its_minimum_of_requests
+    oob = Herd::Server::OutOfBandGC.new(1_000, min_requests: 3, gc: @gc)
+    @gc.allocated = 5_000 # over budget from the first request on
+    refute oob.between_requests
+    refute oob.between_requests
+    assert oob.between_requests, "the third request since the last GC"
+    @gc.allocated = 10_000
+    refute oob.between_requests, "the count of requests starts over after our GC"
+  end
+
+  def test_a_gc_by_ruby_restarts_the_count_of_requests
+    oob = Herd::Server::OutOfBandGC.new(1_000, min_requests: 2, gc: @gc)
+    @gc.allocated = 5_000
+    refute oob.between_requests
+    @gc.count += 1 # Ruby collected during the second request
+    @gc.allocated = 7_000
+    refute oob.between_requests
+    @gc.allocated = 9_000
+    refute oob.between_requests, "one request since Ruby's GC"
+    assert oob.between_requests
+  end
+
   def test_leaves_it_to_ruby_when_its_gc_is_due_anyway
     @gc.allocated = 5_000
     @gc.free_slots = 999
@@ -90,10 +112,12 @@ class OutOfBandGCTest < Herd::Test
     }
   RUBY
 
+  # GCs seen by the request after the worker's minimum of requests
+  # (OutOfBandGC::MIN_REQUESTS), the first one a GC may follow.
   def gcs_between_requests(config)
     @server = Herd::ServerHarness.new(app: GC_APP, config: "workers 1\n#{config}")
     @server.ready
-    responses = 2.times.map { @server.get("/") }
+    responses = (Herd::Server::OutOfBandGC::MIN_REQUESTS + 1).times.map { @server.get("/") }
     pids = responses.map { |response| response[/pid=(\d+)/, 1] }
     assert_equal 1, pids.uniq.size, "one worker served both requests; log:\n#{@server.lines.join}"
     refute @server.lines.any? { |line| line.include?("crashed") }, @server.lines.join
@@ -113,7 +137,7 @@ class OutOfBandGCTest < Herd::Test
   def test_a_bad_budget_is_a_one_line_config_error
     @server = Herd::ServerHarness.new(config: "out_of_band_gc 0\n")
     assert_equal 1, @server.wait.exitstatus
-    assert_equal ["herd: out_of_band_gc must be false or a number of allocations > 0, e.g. 100_000; got 0\n"], @server.lines
+    assert_equal ["herd: out_of_band_gc must be false or a number of allocations > 0, e.g. 10_000; got 0\n"], @server.lines
   ensure
     @server&.cleanup
   end

@@ -61,7 +61,7 @@ module Herd
       setting :shutdown_timeout, 30, SettingChecks.seconds
       setting :refork_after, false, SettingChecks.schedule
       setting :refork_max_unavailable, 1, SettingChecks.whole(1)
-      setting :out_of_band_gc, OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "100_000")
+      setting :out_of_band_gc, OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "10_000")
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
       setting :rackup, "config.ru"
       setting :access_log, nil

@@ -20,15 +20,25 @@ module Herd
     # no copy, but it is memory all the same.)
     # @api private
     class OutOfBandGC
-      # Allocations between two GCs by default: about 4 MiB of garbage
-      # slots per worker (5 with the request that crosses the budget). On
-      # the most allocating app we measured (bench/cow's lazy app: 30,000
-      # objects and 7 ms of CPU per request) that is a GC every 4 requests,
-      # 0.8 ms of GC per request against 0.55 with 200,000 and 0.35 under
-      # Ruby's own timing (bench/cow/gc_budget_cpu.rb), for 3-5 MiB less per
-      # worker than 200,000 (bench/cow/gc_budget.sh: Σ PSS once serving
-      # 203-212 -> 190 MiB). 50,000 saves 2-3 MiB more for another 0.5 ms.
-      DEFAULT_OBJECTS = 100_000
+      # Allocations between two GCs by default: about 0.4 MiB of garbage
+      # slots per worker, plus what those objects malloc'd. A Rails app
+      # (bench/rails: 1,900 objects per request) never reached the old
+      # 100,000: Ruby's own GC came first, every 65,000 allocations (the
+      # free slots a promoted mold leaves), and each worker kept that much
+      # garbage spread over pages it copied from the mold: 10.9 MiB of its
+      # own, 3.4 in object pages and 3.2 in new malloc memory. With 10,000:
+      # 5.1 MiB, for a GC every 5-6 requests (1.6 ms each, 0.28 ms per
+      # request instead of 0.07; docs/COPY_ON_WRITE.md,
+      # "What a Rails worker's memory is made of").
+      DEFAULT_OBJECTS = 10_000
+      # Requests between two of our GCs at least. A minor GC costs about
+      # the same whatever it frees (it sweeps every page), so an app that
+      # allocates more than the budget in one request would otherwise
+      # collect after every one: bench/cow's lazy app (30,000 objects per
+      # request) 2.9-3.4 ms of GC per request instead of 1.0. Four keeps
+      # such apps where the 100,000 budget had them (a GC every 4 requests)
+      # and does not bind below 2,500 objects per request.
+      MIN_REQUESTS = 4
       # Ruby <= 3.3 counts the pages it may still add before its next GC.
       SLOTS_PER_PAGE = GC::INTERNAL_CONSTANTS.fetch(:HEAP_PAGE_OBJ_LIMIT, 409)
       # How this Ruby's GC.stat counts them, and in how many slots each.
@@ -39,9 +49,11 @@ module Herd
       attr_reader :runs
 
       # @param objects [Integer] allocations since the last GC (Ruby's or ours) that call for one
+      # @param min_requests [Integer] requests since the last GC (Ruby's or ours) before one of ours
       # @param gc [#stat, #count, #start] the GC (tests pass a stand-in)
-      def initialize(objects, gc: GC)
+      def initialize(objects, min_requests: MIN_REQUESTS, gc: GC)
         @objects = objects
+        @min_requests = min_requests
         @gc = gc
         @runs = 0
         remember
@@ -54,6 +66,8 @@ module Herd
           remember
           return false
         end
+        @requests += 1
+        return false if @requests < @min_requests
         return false if @gc.stat(:total_allocated_objects) - @allocated < @objects
         return false if room < @objects
 
@@ -75,6 +89,7 @@ module Herd
       end
 
       def remember
+        @requests = 0
         @count = @gc.count
         @allocated = @gc.stat(:total_allocated_objects)
       end
