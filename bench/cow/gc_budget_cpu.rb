@@ -33,7 +33,8 @@ serve = CowBench::InProcess.server(app_path)
 Herd::Heap.prepare(seal_malloc: true, compact: true)
 
 cpu = -> { Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) }
-budgets = ENV["BUDGETS"] ? ENV["BUDGETS"].split.map { |b| b == "false" ? false : Integer(b) } : [false, 200_000, 100_000, 50_000]
+budgets = [false, 200_000, 100_000, 50_000]
+budgets = ENV["BUDGETS"].split.map { |b| (b == "false") ? false : Integer(b) } if ENV["BUDGETS"]
 (budgets * rounds).each do |budget|
   reader, writer = IO.pipe
   pid = Process.fork do

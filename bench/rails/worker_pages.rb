@@ -83,12 +83,14 @@ own.each do |address, map|
     next if now == before
 
     type, was = now[0] & 0x1f, before[0] & 0x1f
-    slots[if was.zero? && !type.zero? then "object in a slot free in the mold"
-          elsif type.zero? then "free slot (freed, or relinked)"
-          elsif now[1] != before[1] then "slot reused by another object"
-          elsif now[1..] == before[1..] then "old object, header only (age, flags)"
-          else "old object, fields written"
-          end] += 1
+    change =
+      if was.zero? && !type.zero? then "object in a slot free in the mold"
+      elsif type.zero? then "free slot (freed, or relinked)"
+      elsif now[1] != before[1] then "slot reused by another object"
+      elsif now[1..] == before[1..] then "old object, header only (age, flags)"
+      else "old object, fields written"
+      end
+    slots[change] += 1
   end
 end
 
