@@ -43,7 +43,6 @@ module RailsBench
     herd("herd-oobgc20k", "out_of_band_gc 20_000"),
     herd("herd-oobgc10k", "out_of_band_gc 10_000"),
     herd("herd-oobgc5k", "out_of_band_gc 5_000"),
-    herd("herd-nice0", "prepare_heap nice: 0", description: "prepare_heap nice: 0 (the mold prepares its heap at its own priority)"),
     herd("herd-oobgc100k", "out_of_band_gc 100_000"),
     herd("herd-refork1000", "refork_after [1000]", description: "refork_after [1000] (every 1,000 requests of the busiest worker)"),
     herd("herd-no_refork", "refork_after false", description: "refork_after false (no reforking: workers forked from the first mold)"),
