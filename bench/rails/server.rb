@@ -36,8 +36,8 @@ module RailsBench
   VARIANTS = [
     herd("herd-no_compact", "prepare_heap compact: false"),
     herd("herd-compact", "prepare_heap compact: true", description: "prepare_heap compact: true (every promoted mold compacts, the first one too)"),
-    herd("herd-nice0", "prepare_heap nice: 0",
-      description: "prepare_heap nice: 0 (a mold's preparation GCs at the mold's own priority, not nice 10)"),
+    herd("herd-nice10", "prepare_heap nice: 10",
+      description: "prepare_heap nice: 10 (a mold's preparation GCs at nice 10, in a thread of their own)"),
     herd("herd-max_unavailable2", "refork_max_unavailable 2"),
     herd("herd-no_oobgc", "out_of_band_gc false"),
     herd("herd-oobgc20k", "out_of_band_gc 20_000"),

@@ -23,9 +23,6 @@ module Herd
     class Mold
       include RoleAccessors
 
-      # The nice value of the heap preparation's GCs ({#prepare_heap}).
-      PREPARE_NICE = 10
-
       attr_reader :info
 
       def initialize(generation:, listeners:, context:)
@@ -176,22 +173,23 @@ module Herd
       # Sealing malloc's free chunks, last, keeps workers' mallocs out of
       # shared pages (Pitchfork's benchmark: 340 -> 257 MiB).
       #
-      # The GCs run at nice {PREPARE_NICE} (in a thread of their own, see
-      # {LowPriority}): a promoted or reloaded mold prepares while the
-      # current generation serves, and its second or so of CPU (1.5 s on
-      # bench/rails's app, most of it copy-on-write faults of the
-      # compaction) otherwise comes out of the workers' share of the cores:
-      # half the throughput for that time on a busy server. On an idle one
-      # nice changes nothing. `prepare_heap nice: 0` runs them at the
-      # mold's own priority. Under a load that leaves little CPU over it
-      # takes longer, so it gets three spawn_timeouts of its own (Deadlines#preparing).
+      # `prepare_heap nice: 10` runs the GCs at that nice value, in a thread
+      # of their own ({LowPriority}): a promoted or reloaded mold prepares
+      # while the current generation serves, and its second or so of CPU
+      # (1.5 s on bench/rails's app, most of it copy-on-write faults of the
+      # compaction) otherwise comes out of the workers' share of the cores.
+      # Not the default: on a saturated machine the preparation then waits
+      # for spare CPU, the new mold holds its copy that much longer, and
+      # bench/rails's time-averaged memory rose from 120 to 159-163 MiB
+      # (docs/REFORKING.md, "Priority"). The preparation may take long
+      # either way, so it gets three spawn_timeouts of its own
+      # (Deadlines#preparing).
       def prepare_heap
         option = config.prepare_heap
         return unless option
 
         @link&.send_message([:preparing])
-        @heap_report = Heap.prepare(compact: @promoted ? true : false, nice: PREPARE_NICE, **malloc_release,
-          **(option.is_a?(Hash) ? option : {}))
+        @heap_report = Heap.prepare(compact: @promoted ? true : false, **malloc_release, **(option.is_a?(Hash) ? option : {}))
         log.info(role, @heap_report.to_s)
       end
 
