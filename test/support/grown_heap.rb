@@ -18,6 +18,7 @@ module Herd
       end
       private_dirty = -> { File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\\s+(\\d+)/, 1].to_i }
       first_gc = lambda do
+        GC.start
         reader, writer = IO.pipe
         pid = fork do
           before = private_dirty.call
