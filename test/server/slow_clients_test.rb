@@ -41,7 +41,9 @@ class SlowClientsTest < Herd::Test
     # held takes the place of the first.
     assert_match(%r{\AHTTP/1.1 408 }, @slow.first.read)
     @server.wait_for(/408 Request Timeout for 127\.0\.0\.1: 2 connections \(max_pending_heads\) were waiting/)
-    assert_match(%r{\AHTTP/1.1 200 }, @server.get("/"))
     @slow.drop(1).each { |socket| assert_equal :wait_readable, socket.read_nonblock(1, exception: false) }
+    # Checked before this request: the worker may accept it before its
+    # head arrives, and then it is a third held connection that makes room.
+    assert_match(%r{\AHTTP/1.1 200 }, @server.get("/"))
   end
 end
