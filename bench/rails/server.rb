@@ -46,6 +46,10 @@ module RailsBench
     herd("herd-oobgc100k", "out_of_band_gc 100_000"),
     herd("herd-refork1000", "refork_after [1000]", description: "refork_after [1000] (every 1,000 requests of the busiest worker)"),
     herd("herd-no_refork", "refork_after false", description: "refork_after false (no reforking: workers forked from the first mold)"),
+    herd("herd-no_rack_autoloads", env: {"HERD_RACK_AUTOLOADS" => "0"},
+      description: "HERD_RACK_AUTOLOADS=0 (Rack::Multipart left to Rack: each worker loads it on its first POST)"),
+    herd("herd-no_refork_no_rack_autoloads", "refork_after false", env: {"HERD_RACK_AUTOLOADS" => "0"},
+      description: "refork_after false, HERD_RACK_AUTOLOADS=0"),
     herd("herd-no_warmup", env: {"BENCH_NO_WARMUP" => "1"},
       description: "refork_after [50, 100, 1000], no warmup (herd's documented config before warmup existed)"),
     # Memory-driven reforks (docs/TELEMETRY.md): measured sharing instead of request counts.

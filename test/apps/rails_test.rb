@@ -15,7 +15,7 @@ class RailsAppTest < Herd::Test
   end
 
   def test_a_rails_app_through_ten_reforks
-    serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 10,
+    serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 10, warmup: %w[/things /things/new /things.json],
       title: "Rails #{bundled_version("railties")} app under herd serve") { browse }
   end
 

@@ -15,7 +15,7 @@ class SinatraAppTest < Herd::Test
   end
 
   def test_a_sinatra_app_through_three_reforks
-    serve_through_reforks(app: Herd::AppServer.sinatra_app, env: {"RACK_ENV" => "production"}, workers: 3, reforks: 3,
+    serve_through_reforks(app: Herd::AppServer.sinatra_app, env: {"RACK_ENV" => "production"}, workers: 3, reforks: 3, warmup: %w[/json],
       title: "Sinatra #{bundled_version("sinatra")} app under herd serve") { visit }
   end
 

@@ -11,6 +11,7 @@ require_relative "worker"
 require_relative "child_signals"
 require_relative "log_files"
 require_relative "connection_release"
+require_relative "rack_autoloads"
 require_relative "../process_exit"
 
 module Herd
@@ -60,6 +61,7 @@ module Herd
           log.info(role, HTTP::HeadScanner.describe)
         end
         hooks.run(:after_mold_fork, log, role, @context, @info)
+        load_rack_autoloads
         warm_up unless @promoted
         warn_about_threads
         prepare_heap
@@ -142,6 +144,13 @@ module Herd
           LogFiles.reopen_and_log(log, role) if action == :reopen_logs
         end
         true
+      end
+
+      # Before the warm-up: on Ruby 3.1 loading code invalidates the
+      # constant caches the warm-up fills (RackAutoloads).
+      def load_rack_autoloads
+        loaded = RackAutoloads.load
+        log.info(role, loaded) if loaded
       end
 
       # The warm-up's requests may open database connections: they must not

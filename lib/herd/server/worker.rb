@@ -11,6 +11,7 @@ require_relative "child_signals"
 require_relative "connection_release"
 require_relative "log_files"
 require_relative "pending_connections"
+require_relative "late_loads"
 require_relative "../process_exit"
 require_relative "../fork_safety"
 
@@ -66,6 +67,7 @@ module Herd
         @gc = (OutOfBandGC.new(config.out_of_band_gc) if config.out_of_band_gc)
         @link.send_message([:ready])
         hooks.run(:after_worker_ready, log, role, @context, @info)
+        @late_loads = LateLoads.new
         serve
         hooks.run(:before_worker_exit, log, role, @context, @info)
         # Ruby's exit: the app's at_exit hooks run and its IO buffers are
@@ -189,6 +191,14 @@ module Herd
         @access_log&.record(remote, exchange)
         hooks.run(:after_request_complete, log, role, @context, @info, exchange) if @request_hooks
         @gc&.between_requests
+        report_late_loads if @late_loads
+      end
+
+      def report_late_loads
+        line = @late_loads.check or return
+
+        log.info(role, line)
+        @late_loads = nil
       end
 
       # Through the shared scoreboard when this worker has a slot (no message,

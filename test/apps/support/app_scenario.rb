@@ -64,12 +64,14 @@ module Herd
       passed
     end
 
-    # The whole scenario of an app test: serve the app with `workers` and
-    # refork_after [20, 40, 60], drive it through `reforks` reforks and a
-    # few more visits on the last generation, then check everything and
-    # report. The block is one visitor.
-    def serve_through_reforks(app:, env:, workers:, reforks:, title:, &visit)
-      config = "workers #{workers}\nrefork_after [20, 40, 60]\n"
+    # The whole scenario of an app test: serve the app with `workers`,
+    # refork_after [20, 40, 60] and the `warmup` paths (as docs/RAILS.md
+    # configures an app: without them each first-generation worker loads
+    # what the app loads on its first request, and says so), drive it
+    # through `reforks` reforks and a few more visits on the last
+    # generation, then check everything and report. The block is one visitor.
+    def serve_through_reforks(app:, env:, workers:, reforks:, title:, warmup:, &visit)
+      config = "workers #{workers}\nrefork_after [20, 40, 60]\nwarmup #{warmup.map(&:inspect).join(", ")}\n"
       @server = Herd::AppServer.new(app: app, config: config, env: env)
       @iteration = 0
       generations = through_reforks(workers: workers, reforks: reforks, &visit)
@@ -79,6 +81,7 @@ module Herd
       check_graceful_stop
       check_log_lines
       check_no_fork_warning
+      check_no_late_loads
       report!(title)
     end
 
@@ -185,6 +188,14 @@ module Herd
     def check_no_fork_warning
       found = (@server.stdout_lines + @server.lines).grep(/#{FORK_WARNING}/o)
       check("no sqlite3 \"#{FORK_WARNING}\" warning", found.empty?, found.first(3).join)
+    end
+
+    # Code a worker loads while serving is loaded by every worker for
+    # itself (Herd::Server::LateLoads says so in the log): Rack's form
+    # parser was, on each worker's first POST, until the mold loaded it.
+    def check_no_late_loads
+      found = @server.lines.grep(/loaded after the fork/)
+      check("no worker loads code after its fork", found.empty?, found.first(3).join)
     end
 
     def check_requests

@@ -1,0 +1,68 @@
+# frozen_string_literal: true
+
+module Herd
+  module Server
+    # Notices code a worker loads after its fork and says so once.
+    #
+    # A file a worker requires while serving (a lazy `require`, an
+    # `autoload` first reached by a request) is loaded by every worker for
+    # itself: its instructions and tables are private memory in each, where
+    # the mold could have loaded them once for all. On Ruby 3.1 the cost is
+    # larger than the file: a constant defined anywhere invalidates every
+    # constant cache of the process, so the worker then rewrites the caches
+    # of all the code it runs, pages it copies from the mold (bench/rails:
+    # Rack's form parser, loaded on each worker's first POST, cost each
+    # worker of the first generation 10 MiB or more; RackAutoloads now loads
+    # it in the mold). The remedy is the user's: require the file in the
+    # app or in config/herd.rb, or reach it with a `warmup` request (a
+    # Sinatra app builds its middleware on its first request: 11 files).
+    #
+    # Checked after each request: one Array#size while nothing is loaded,
+    # and nothing at all once reported.
+    # @api private
+    class LateLoads
+      # Files named in the log line at most.
+      SHOWN = 4
+
+      # Call after the worker's own after_fork hooks: what they load, the
+      # user chose to load per worker.
+      def initialize(features = $LOADED_FEATURES)
+        @features = features
+        @size = features.size
+      end
+
+      # @return [String, nil] the log line, once: when files were loaded since
+      def check
+        return nil if @size.nil? || @features.size == @size
+
+        late = @features.drop(@size)
+        @size = nil
+        describe(late)
+      end
+
+      private
+
+      def describe(late)
+        names = late.first(SHOWN).map { |path| short(path) }
+        names << "..." if late.size > SHOWN
+        "#{late.size} file#{"s" unless late.size == 1} loaded after the fork, by this worker for itself " \
+          "(#{names.join(", ")}): require #{(late.size == 1) ? "it" : "them"} in the app or in config/herd.rb, " \
+          "or reach #{(late.size == 1) ? "it" : "them"} with a `warmup` request, so that the mold loads " \
+          "#{(late.size == 1) ? "it" : "them"} once for every worker" \
+          "#{constant_caches_note}"
+      end
+
+      # What follows a gem's lib/ is what one would require.
+      def short(path)
+        path.to_s.split("/lib/", 2).last
+      end
+
+      def constant_caches_note
+        return "" unless RubyVM.respond_to?(:stat) && RubyVM.stat.key?(:global_constant_state)
+
+        " (on this Ruby, code loaded in a worker also makes it rewrite, and copy, every constant cache " \
+          "it runs; docs/COPY_ON_WRITE.md, \"Code loaded after the fork\")"
+      end
+    end
+  end
+end
