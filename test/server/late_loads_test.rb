@@ -30,6 +30,15 @@ class LateLoadsTest < Herd::Test
     assert_nil late.check
   end
 
+  def test_features_taken_out_are_not_reported
+    features = %w[a.rb b.rb c.rb]
+    late = Herd::Server::LateLoads.new(features)
+    features.pop
+    assert_nil late.check
+    features << "d.rb"
+    assert_match(/\A1 file loaded after the fork, by this worker for itself \(d\.rb\)/, late.check)
+  end
+
   def test_files_loaded_after_the_fork_are_reported_once
     features = %w[/gems/rack/lib/rack.rb]
     late = Herd::Server::LateLoads.new(features)

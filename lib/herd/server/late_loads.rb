@@ -33,7 +33,13 @@ module Herd
 
       # @return [String, nil] the log line, once: when files were loaded since
       def check
-        return nil if @size.nil? || @features.size == @size
+        size = @features.size
+        return nil if @size.nil? || size == @size
+
+        if size < @size # features taken out ($LOADED_FEATURES.delete, to load a file again): count from here
+          @size = size
+          return nil
+        end
 
         late = @features.drop(@size)
         @size = nil
