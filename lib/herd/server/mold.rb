@@ -61,8 +61,10 @@ module Herd
           log.info(role, HTTP::HeadScanner.describe)
         end
         hooks.run(:after_mold_fork, log, role, @context, @info)
-        load_rack_autoloads
-        warm_up unless @promoted
+        unless @promoted
+          load_rack_autoloads
+          warm_up
+        end
         warn_about_threads
         prepare_heap
       end
@@ -147,7 +149,9 @@ module Herd
       end
 
       # Before the warm-up: on Ruby 3.1 loading code invalidates the
-      # constant caches the warm-up fills (RackAutoloads).
+      # constant caches the warm-up fills (RackAutoloads). Not in a promoted
+      # mold: it descends from this one, and loading there would make every
+      # worker of its generation fill its caches again.
       def load_rack_autoloads
         loaded = RackAutoloads.load
         log.info(role, loaded) if loaded
