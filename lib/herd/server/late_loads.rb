@@ -12,7 +12,7 @@ module Herd
     # constant cache of the process, so the worker then rewrites the caches
     # of all the code it runs, pages it copies from the mold (bench/rails:
     # Rack's form parser, loaded on each worker's first POST, cost each
-    # worker of the first generation 10 MiB or more; RackAutoloads now loads
+    # worker of the first generation about 9 MiB; RackAutoloads now loads
     # it in the mold). The remedy is the user's: require the file in the
     # app or in config/herd.rb, or reach it with a `warmup` request (a
     # Sinatra app builds its middleware on its first request: 11 files).
@@ -51,11 +51,10 @@ module Herd
       def describe(late)
         names = late.first(SHOWN).map { |path| short(path) }
         names << "..." if late.size > SHOWN
+        them = (late.size == 1) ? "it" : "them"
         "#{late.size} file#{"s" unless late.size == 1} loaded after the fork, by this worker for itself " \
-          "(#{names.join(", ")}): require #{(late.size == 1) ? "it" : "them"} in the app or in config/herd.rb, " \
-          "or reach #{(late.size == 1) ? "it" : "them"} with a `warmup` request, so that the mold loads " \
-          "#{(late.size == 1) ? "it" : "them"} once for every worker" \
-          "#{constant_caches_note}"
+          "(#{names.join(", ")}): require #{them} in the app or in config/herd.rb, or reach #{them} with a " \
+          "`warmup` request, so that the mold loads #{them} once for every worker#{constant_caches_note}"
       end
 
       # What follows a gem's lib/ is what one would require.

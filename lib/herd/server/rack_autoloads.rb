@@ -15,10 +15,11 @@ module Herd
     # are the smaller cost: on Ruby 3.1 (and 3.0) defining a constant
     # invalidates every constant cache of the process, so each worker then
     # rewrites the caches of all the code it runs, pages of the mold's
-    # malloc heap that it copies. On bench/rails's app, every first-generation
-    # worker's first POST took 230-370 ms, and each worker held 10-20 MiB
-    # of its own where later generations (forked from a worker that had
-    # posted) hold 5 (docs/COPY_ON_WRITE.md, "Code loaded after the fork").
+    # malloc heap that it copies. On bench/rails's app (no refork, 100
+    # requests), a first-generation worker held 24.6 MiB of its own against
+    # 15.8 with Multipart loaded in the mold, and its first POST took
+    # 411-584 ms against 43-167 (docs/COPY_ON_WRITE.md, "Code loaded after
+    # the fork").
     #
     # Only what a request reaches through Rack's own request parsing: the
     # rest of Rack's autoloads are middleware, which an app's builder loads
@@ -40,8 +41,9 @@ module Herd
         loaded = ON_THE_REQUEST_PATH.select { |name| resolve(name) }
         return nil if loaded.empty?
 
+        them = (loaded.size == 1) ? "it" : "them"
         "#{loaded.map { |name| "Rack::#{name}" }.join(", ")} loaded now, not on each worker's first request " \
-          "(Rack autoloads #{(loaded.size == 1) ? "it" : "them"}; #{SWITCH_ENV}=0 leaves #{(loaded.size == 1) ? "it" : "them"} to Rack)"
+          "(Rack autoloads #{them}; #{SWITCH_ENV}=0 leaves #{them} to Rack)"
       end
 
       # A broken or missing file is left for the request that needs it,
