@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "socket"
+require_relative "descriptor_close"
 
 module Herd
   # Framed Marshal messages over one end of a UNIX stream socketpair.
@@ -106,8 +107,9 @@ module Herd
       nil
     end
 
+    # A Ctrl-C landing inside IO#close must not leave the socket open ({DescriptorClose}).
     def close
-      @io.close unless @io.closed?
+      DescriptorClose.close(@io)
     end
 
     def closed?
