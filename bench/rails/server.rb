@@ -35,7 +35,8 @@ module RailsBench
   # herd's documented settings tried on top of the default config (--variants).
   VARIANTS = [
     herd("herd-no_compact", "prepare_heap compact: false"),
-    herd("herd-compact", "prepare_heap compact: true", description: "prepare_heap compact: true (every promoted mold compacts, the first one too)"),
+    herd("herd-compact", "prepare_heap compact: true",
+      description: "prepare_heap compact: true (every promoted mold compacts, herd's default before compact: :auto)"),
     herd("herd-nice10", "prepare_heap nice: 10",
       description: "prepare_heap nice: 10 (a mold's preparation GCs at nice 10, in a thread of their own)"),
     herd("herd-max_unavailable2", "refork_max_unavailable 2"),
@@ -56,7 +57,7 @@ module RailsBench
     herd("herd-refork_when60", "refork_after false; refork_when shared_below: 0.6",
       description: "refork_when shared_below: 0.6 (no refork_after: reforks when the workers' shared fraction falls below 60%)"),
     herd("herd-refork_when75", "refork_after false; refork_when shared_below: 0.75",
-      description: "refork_when shared_below: 0.75 (no refork_after)")
+      description: "refork_when shared_below: 0.75 (no refork_after)"),
   ].freeze
 
   # A server running in a directory of its own, in its own process group.

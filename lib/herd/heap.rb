@@ -2,6 +2,7 @@
 
 require_relative "clock"
 require_relative "env_switch"
+require_relative "last_compaction"
 require_relative "low_priority"
 require_relative "malloc"
 require_relative "page_descriptors"
@@ -24,6 +25,8 @@ module Herd
     #   @return [Integer] GCs run by herd (0 for :warmup, which runs its own)
     # @!attribute compacted
     #   @return [Boolean] whether the heap was compacted
+    # @!attribute compaction_skipped
+    #   @return [String, nil] why `compact: :auto` did not compact
     # @!attribute duration
     #   @return [Float] seconds spent
     # @!attribute young_before / young_after / old_before / old_after
@@ -42,12 +45,12 @@ module Herd
     # @!attribute priority
     #   @return [LowPriority::Outcome, nil] the priority the GCs ran at
     #     (`nice:`), nil when none was asked for
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :filled, :spared, :sealed, :trimmed, :packed, :duration,
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :filled, :spared, :sealed, :trimmed, :packed, :duration,
       :young_before, :young_after, :old_before, :old_after, :priority, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
         format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
-          strategy, gc_runs, (gc_runs == 1) ? "" : "s", compacted ? " + compaction" : "",
+          strategy, gc_runs, (gc_runs == 1) ? "" : "s", compaction_summary,
           filled.to_i.positive? ? " + #{filled} free slots filled (#{spared.to_i} left free)" : "",
           young_before, young_after, old_before, old_after, "#{packed_summary}#{malloc_summary}#{priority_summary}",
           duration * 1000)
@@ -90,6 +93,12 @@ module Herd
         packed ? "; #{packed}" : ""
       end
 
+      def compaction_summary
+        return " + compaction" if compacted
+
+        compaction_skipped ? ", #{compaction_skipped}" : ""
+      end
+
       def priority_summary
         (priority && strategy != :none) ? "; GCs #{priority}" : ""
       end
@@ -123,6 +132,8 @@ module Herd
     # a child that allocates there copies it, but gets that many slots for
     # the copy, about what a fresh page would cost it.
     SPARSE_PAGE = 0.75
+    # What {Heap.prepare}'s `compact:` takes.
+    COMPACT_VALUES = [true, false, :auto].freeze
     # Bytes of one object slot in Ruby's heap.
     # @api private
     SLOT_SIZE = GC::INTERNAL_CONSTANTS.fetch(:RVALUE_SIZE, 40)
@@ -136,9 +147,12 @@ module Herd
       # exists) and optionally compacts. Cheap when the heap is already mostly
       # old: it then runs no GC at all.
       #
-      # @param compact [Boolean] also run `GC.compact` (where available). Do it
-      #   before the first fork of a template only: compacting again writes to
-      #   pages already shared with earlier children.
+      # @param compact [Boolean, Symbol] also run `GC.compact` (where
+      #   available). Do it before the first fork of a template only:
+      #   compacting again writes to pages already shared with earlier
+      #   children. `:auto` compacts unless this heap descends from a
+      #   compacted one and has not grown much since ({LastCompaction}):
+      #   for a template forked from a child of a compacted template
       # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
       # @param max_gc_runs [Integer] at most this many GCs
       # @param young_ratio [Float] stop when young <= live * young_ratio
@@ -170,13 +184,15 @@ module Herd
       # @return [Report]
       def prepare(compact: false, warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
         trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
+        raise ArgumentError, "compact: must be true, false or :auto, got #{compact.inspect}" unless COMPACT_VALUES.include?(compact)
+
         started = clock
         before = census
         with_gc_enabled do
           # Only the GCs run at the lower priority: they are the CPU. What
           # follows reads and writes glibc's malloc state, which belongs to
           # the thread that will fork (its arena, its tcache).
-          (strategy, runs, compacted), priority = LowPriority.run(nice) do
+          (strategy, runs, compacted, skipped), priority = LowPriority.run(nice) do
             if warmup && Process.respond_to?(:warmup)
               warm_up(before, young_ratio)
             else
@@ -199,7 +215,7 @@ module Herd
           sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
           report(strategy, runs, compacted, fillers.size, spared, sealed, trimmed, packed, started, before, priority)
-            .retain(fillers)
+            .tap { |prepared| prepared.compaction_skipped = skipped }.retain(fillers)
         end
       end
 
@@ -232,14 +248,18 @@ module Herd
         return [:none, 0, false] if mostly_old?(before, young_ratio)
 
         Process.warmup
+        LastCompaction.record
         [:warmup, 0, true]
       end
 
+      # @return [Array] strategy, GC runs, whether compacted, why `:auto` did not
       def promote_and_compact(compact, max_gc_runs, young_ratio)
         runs = promote(max_gc_runs, young_ratio)
-        compacted = compact && compact!
+        # After the promotion's GCs: the live count then leaves out garbage.
+        skipped = LastCompaction.skipped if compact == :auto && !LastCompaction.due && compaction_supported?
+        compacted = compact && !skipped && compact!
         runs += promote(max_gc_runs, young_ratio) if compacted
-        [(runs.zero? && !compacted) ? :none : :promote, runs, compacted]
+        [(runs.zero? && !compacted) ? :none : :promote, runs, compacted, skipped]
       end
 
       # @return [Array(Array, Integer)] the fillers kept, and the free slots
@@ -300,6 +320,7 @@ module Herd
         return false unless compaction_supported?
 
         GC.compact
+        LastCompaction.record
         true
       rescue NotImplementedError
         false

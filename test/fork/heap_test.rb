@@ -48,6 +48,43 @@ class HeapTest < Herd::Test
     refute Herd::Heap.prepare(warmup: false).compacted
   end
 
+  # `compact: :auto` compacts a heap that never was, then not again until
+  # its live objects grew by LastCompaction::GROWTH; a forked child
+  # inherits the record, as a mold promoted from a worker does.
+  def test_auto_compaction_compacts_once_then_when_the_heap_grew
+    skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      first = Herd::Heap.prepare(warmup: false, compact: :auto)
+      again = Herd::Heap.prepare(warmup: false, compact: :auto)
+      reader, writer = IO.pipe
+      child = fork do
+        writer.write(Marshal.dump([Herd::Heap.prepare(warmup: false, compact: :auto).compacted,
+          Herd::Heap.prepare(warmup: false, compact: true).compacted]))
+        exit!(0)
+      end
+      writer.close
+      in_child = Marshal.load(reader.read)
+      Process.wait(child)
+      $grown = Array.new(GC.stat(:heap_live_slots) / 5) { |i| [i] }
+      grown = Herd::Heap.prepare(warmup: false, compact: :auto)
+      p [first.compacted, first.compaction_skipped, again.compacted, again.to_s, in_child, grown.compacted]
+    RUBY
+    assert status.success?, err
+    first, first_skipped, again, again_line, in_child, grown = eval(out) # standard:disable Security/Eval
+    assert first, "a heap never compacted compacts"
+    assert_nil first_skipped
+    refute again, "right after a compaction there is nothing to gather"
+    assert_match(/, compaction not needed \(\+\d+\.\d% live objects since the last, 10% or more compacts\), young/, again_line)
+    assert_equal [false, true], in_child, "a child inherits the record; compact: true compacts regardless"
+    assert grown, "compacts again once the live objects grew"
+  end
+
+  def test_compact_takes_true_false_or_auto
+    error = assert_raises(ArgumentError) { Herd::Heap.prepare(warmup: false, compact: :always) }
+    assert_equal "compact: must be true, false or :auto, got :always", error.message
+  end
+
   def test_report_reads_as_one_log_line
     line = Herd::Heap.prepare(warmup: false).to_s
     assert_match(/\Aheap prepared \((none|promote)\): \d+ GC runs?, young \d+ -> \d+, old \d+ -> \d+(; .+)?, [\d.]+ ms\z/, line)

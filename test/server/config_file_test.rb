@@ -47,7 +47,8 @@ class ServerConfigFileTest < Herd::Test
     "refork_max_unavailable 0" => "refork_max_unavailable must be a whole number >= 1, got 0",
     "out_of_band_gc 0" => "out_of_band_gc must be false or a number of allocations > 0, e.g. 10_000; got 0",
     "prepare_heap :yes" => "prepare_heap: true, false or a Hash of Herd::Heap.prepare options",
-    "prepare_heap compactt: true" => "prepare_heap: unknown option compactt; known: #{Herd::Heap::OPTIONS.join(", ")}"
+    "prepare_heap compactt: true" => "prepare_heap: unknown option compactt; known: #{Herd::Heap::OPTIONS.join(", ")}",
+    "prepare_heap compact: :always" => "prepare_heap: compact: must be true, false or :auto, got :always"
   }.freeze
 
   MESSAGES.each_with_index do |(line, message), n|

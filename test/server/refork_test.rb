@@ -47,11 +47,12 @@ class ServerReforkTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
-  # Every promoted mold compacts, the first one after a boot too; the mold
-  # that booted the app does not (it would move what it shares with the
-  # monitor). With `prepare_heap nice: 10` (a Hash: options on top of the
-  # defaults) their GCs run at that priority, compaction included.
-  def test_every_promoted_mold_compacts_the_first_one_too
+  # The first promoted mold compacts; the mold that booted the app does not
+  # (it would move what it shares with the monitor), nor do later promoted
+  # ones, whose heap descends from a compacted one and barely grew
+  # (`compact: :auto`). With `prepare_heap nice: 10` (a Hash: options on
+  # top of the defaults) their GCs run at that priority, compaction included.
+  def test_the_first_promoted_mold_compacts_the_next_ones_when_the_heap_grew
     skip "no GC.compact in this Ruby" unless GC.respond_to?(:compact)
     serve(args: ["-w", "1"], config: "prepare_heap nice: 10")
     booted = @server.wait_for(/mold \(gen 0\): heap prepared.*/)[0]
@@ -63,7 +64,20 @@ class ServerReforkTest < Herd::Test
     assert_match(/; GCs at nice 10, /, promoted) unless Herd::LowPriority.unsupported_reason
     @server.get("/")
     refork_to(2)
-    assert_match(/\+ compaction/, @server.wait_for(/mold \(gen 2\): heap prepared.*/)[0])
+    assert_match(/, compaction not needed \(\+\d+\.\d% live objects since the last/,
+      @server.wait_for(/mold \(gen 2\): heap prepared.*/)[0])
+  end
+
+  # `prepare_heap compact: true`: every promoted mold compacts.
+  def test_compact_true_compacts_every_promoted_mold
+    skip "no GC.compact in this Ruby" unless GC.respond_to?(:compact)
+    serve(args: ["-w", "1"], config: "prepare_heap compact: true")
+    @server.wait_for(/mold \(gen 0\): heap prepared/)
+    [1, 2].each do |generation|
+      @server.get("/")
+      refork_to(generation)
+      assert_match(/\+ compaction/, @server.wait_for(/mold \(gen #{generation}\): heap prepared.*/)[0])
+    end
   end
 
   # Herd.close_all_ios! in the hooks, as docs/FORK_SAFETY.md suggests,

@@ -180,6 +180,11 @@ module Herd
       # larger until the next refork (321 MiB against Pitchfork's 257); with
       # the fast exit, compacting it keeps the Rails peak under Pitchfork's
       # (269 against 291 MiB, bench/results/rails-compact-first.md).
+      # The later ones compact only once the heap has grown since
+      # (`compact: :auto`, {LastCompaction}): their heap descends from a
+      # compacted one, and compacting it again wrote every page of it for
+      # 0.4 MiB per worker (bench/rails: time average 117 MiB against 121-125
+      # when every promoted mold compacted, bench/results/rails-compact-auto.md).
       # Filling free slots, which helps
       # the pool, hurts here: a promoted mold filled 578k slots and every
       # worker then grew its own pages (lazy app: 465 MiB filled, 200 MiB compacted).
@@ -202,7 +207,7 @@ module Herd
         return unless option
 
         @link&.send_message([:preparing])
-        @heap_report = Heap.prepare(compact: @promoted ? true : false, **malloc_release, **(option.is_a?(Hash) ? option : {}))
+        @heap_report = Heap.prepare(compact: @promoted ? :auto : false, **malloc_release, **(option.is_a?(Hash) ? option : {}))
         log.info(role, @heap_report.to_s)
       end
 

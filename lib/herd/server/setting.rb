@@ -101,6 +101,9 @@ module Herd
             raise ConfigError, "#{name}: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
               "known: #{Heap::OPTIONS.join(", ")}"
           end
+          if value.key?(:compact) && !Heap::COMPACT_VALUES.include?(value[:compact])
+            raise ConfigError, "#{name}: compact: must be true, false or :auto, got #{value[:compact].inspect}"
+          end
           nice = value[:nice]
           return if nice.nil? || nice == 0 || (nice.is_a?(Integer) && LowPriority::RANGE.cover?(nice))
 
