@@ -57,7 +57,7 @@ module RailsBench
     herd("herd-refork_when60", "refork_after false; refork_when shared_below: 0.6",
       description: "refork_when shared_below: 0.6 (no refork_after: reforks when the workers' shared fraction falls below 60%)"),
     herd("herd-refork_when75", "refork_after false; refork_when shared_below: 0.75",
-      description: "refork_when shared_below: 0.75 (no refork_after)"),
+      description: "refork_when shared_below: 0.75 (no refork_after)")
   ].freeze
 
   # A server running in a directory of its own, in its own process group.
