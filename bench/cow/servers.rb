@@ -99,6 +99,7 @@ module CowBench
     herd("herd-ruby-gc", "herd_ruby_gc.rb", env: %w[RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.65]),
     herd("herd-oobgc100k", "herd_oobgc100k.rb"),
     herd("herd-seal_first", "herd_seal_first.rb"),
+    herd("herd-compact_boot", "herd_compact_boot.rb"),
     pitchfork("pitchfork"),
     pitchfork("pitchfork-gc", env: %w[RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25]),
     puma("puma-fork_worker", "puma_fork_worker.rb", log_check: PUMA_LOG, log_generation: method(:puma_phase)),

@@ -37,6 +37,8 @@ module RailsBench
     herd("herd-no_compact", "prepare_heap compact: false"),
     herd("herd-compact", "prepare_heap compact: true",
       description: "prepare_heap compact: true (every promoted mold compacts, herd's default before compact: :auto)"),
+    herd("herd-compact_boot", "prepare_heap compact: :auto",
+      description: "prepare_heap compact: :auto (the booted mold compacts too; promoted molds when the heap grew)"),
     herd("herd-nice10", "prepare_heap nice: 10",
       description: "prepare_heap nice: 10 (a mold's preparation GCs at nice 10, in a thread of their own)"),
     herd("herd-max_unavailable2", "refork_max_unavailable 2"),

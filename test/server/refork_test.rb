@@ -47,25 +47,40 @@ class ServerReforkTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
-  # The first promoted mold compacts; the mold that booted the app does not
-  # (it would move what it shares with the monitor), nor do later promoted
-  # ones, whose heap descends from a compacted one and barely grew
-  # (`compact: :auto`). With `prepare_heap nice: 10` (a Hash: options on
-  # top of the defaults) their GCs run at that priority, compaction included.
-  def test_the_first_promoted_mold_compacts_the_next_ones_when_the_heap_grew
+  # The mold that booted the app compacts; the promoted ones descend from
+  # it and compact only once the live objects grew (`compact: :auto`). With
+  # `prepare_heap nice: 10` (a Hash: options on top of the defaults) the
+  # GCs run at that priority, compaction included.
+  def test_the_booted_mold_compacts_the_promoted_ones_when_the_heap_grew
     skip "no GC.compact in this Ruby" unless GC.respond_to?(:compact)
     serve(args: ["-w", "1"], config: "prepare_heap nice: 10")
     booted = @server.wait_for(/mold \(gen 0\): heap prepared.*/)[0]
-    refute_match(/\+ compaction/, booted)
+    assert_match(/\+ compaction/, booted)
+    assert_match(/; GCs at nice 10, /, booted) unless Herd::LowPriority.unsupported_reason
+    [1, 2].each do |generation|
+      @server.get("/")
+      refork_to(generation)
+      assert_match(/, compaction not needed \(\+\d+\.\d% live objects since the last/,
+        @server.wait_for(/mold \(gen #{generation}\): heap prepared.*/)[0])
+    end
+  end
+
+  # A worker whose first request builds a cache larger than a tenth of the
+  # heap: the mold promoted from it compacts again, the next one not.
+  def test_a_promoted_mold_compacts_when_the_heap_grew_since_the_last_compaction
+    skip "no GC.compact in this Ruby" unless GC.respond_to?(:compact)
+    app = <<~RUBY
+      CACHE = []
+      run ->(env) { CACHE.concat(Array.new(GC.stat(:heap_live_slots) / 4) { |i| "entry \#{i}" }) if CACHE.empty?; [200, {}, ["ok\n"]] }
+    RUBY
+    serve(app: app, args: ["-w", "1"])
+    assert_match(/\+ compaction/, @server.wait_for(/mold \(gen 0\): heap prepared.*/)[0])
     @server.get("/")
     refork_to(1)
-    promoted = @server.wait_for(/mold \(gen 1\): heap prepared.*/)[0]
-    assert_match(/\+ compaction/, promoted)
-    assert_match(/; GCs at nice 10, /, promoted) unless Herd::LowPriority.unsupported_reason
+    assert_match(/\+ compaction/, @server.wait_for(/mold \(gen 1\): heap prepared.*/)[0])
     @server.get("/")
     refork_to(2)
-    assert_match(/, compaction not needed \(\+\d+\.\d% live objects since the last/,
-      @server.wait_for(/mold \(gen 2\): heap prepared.*/)[0])
+    assert_match(/, compaction not needed/, @server.wait_for(/mold \(gen 2\): heap prepared.*/)[0])
   end
 
   # `prepare_heap compact: true`: every promoted mold compacts.

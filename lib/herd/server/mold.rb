@@ -168,23 +168,23 @@ module Herd
         log.info(role, "after the warm-up: #{released}") if released
       end
 
-      # A mold's heap is the template of every worker: promote young objects.
-      # A promoted mold (forked from a worker that served requests) also
-      # compacts, so the free slots the worker left behind end up in pages a
-      # worker can take without copying shared ones; a mold forked from the
-      # monitor does not, or it would move objects it shares with the monitor
-      # (bench/cow: +4 MiB of monitor PSS). The first mold promoted after a
-      # boot compacts too: skipping it (57ae654) lowered bench/rails's peak
-      # before retiring processes stopped copying pages at exit, and left the
-      # first generation of bench/cow's measuring app 26 MiB per worker
-      # larger until the next refork (321 MiB against Pitchfork's 257); with
-      # the fast exit, compacting it keeps the Rails peak under Pitchfork's
-      # (269 against 291 MiB, bench/results/rails-compact-first.md).
-      # The later ones compact only once the heap has grown since
-      # (`compact: :auto`, {LastCompaction}): their heap descends from a
-      # compacted one, and compacting it again wrote every page of it for
-      # 0.4 MiB per worker (bench/rails: time average 117 MiB against 121-125
-      # when every promoted mold compacted, bench/results/rails-compact-auto.md).
+      # A mold's heap is the template of every worker: promote young objects,
+      # and compact when its lineage has not (`compact: :auto`,
+      # {LastCompaction}), so that free slots end up in pages a worker can
+      # take without copying shared ones. The booted mold compacts, and the
+      # molds promoted after it compact only once the live objects grew 10%:
+      # their heap descends from a compacted one, and compacting it again
+      # wrote every page of it for 0.4 MiB per worker (on bench/rails's app
+      # 12,000 copy-on-write faults and 1.1 s of CPU under load).
+      # Measured on bench/rails, time-averaged Σ PSS: every promoted mold
+      # compacting and the booted one not, 119.9-122.7 MiB; only the first
+      # promoted one, 118.6-118.7 (rails-compact-auto.md); the booted one
+      # instead, 109.4-110.9 against 117.3-118.2, peak 201-216 against
+      # 245-248 (x-compact-boot.md): the first refork then prepares in a
+      # fraction of the time, and the first generation shares more. The
+      # booted mold's compaction moves objects it shares with the monitor,
+      # which the lean monitor keeps few (+0.5 MiB of monitor PSS on
+      # bench/cow, cow-compact-boot.md; +4 MiB before it).
       # Filling free slots, which helps
       # the pool, hurts here: a promoted mold filled 578k slots and every
       # worker then grew its own pages (lazy app: 465 MiB filled, 200 MiB compacted).
@@ -207,7 +207,7 @@ module Herd
         return unless option
 
         @link&.send_message([:preparing])
-        @heap_report = Heap.prepare(compact: @promoted ? :auto : false, **malloc_release, **(option.is_a?(Hash) ? option : {}))
+        @heap_report = Heap.prepare(compact: :auto, **malloc_release, **(option.is_a?(Hash) ? option : {}))
         log.info(role, @heap_report.to_s)
       end
 
