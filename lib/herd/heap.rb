@@ -150,9 +150,11 @@ module Herd
       # @param compact [Boolean, Symbol] also run `GC.compact` (where
       #   available). Do it before the first fork of a template only:
       #   compacting again writes to pages already shared with earlier
-      #   children. `:auto` compacts unless this heap descends from a
-      #   compacted one and has not grown much since ({LastCompaction}):
-      #   for a template forked from a child of a compacted template
+      #   children. `:auto` compacts unless this heap, or the one it was
+      #   forked from, was compacted and the live objects have grown less
+      #   than {LastCompaction::GROWTH} since: for templates forked one from
+      #   another's child, as a reforking server's molds are. On Ruby >= 3.3
+      #   `Process.warmup` decides instead (`warmup: true`)
       # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
       # @param max_gc_runs [Integer] at most this many GCs
       # @param young_ratio [Float] stop when young <= live * young_ratio
