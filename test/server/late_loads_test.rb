@@ -89,6 +89,20 @@ class LateLoadsTest < Herd::Test
     assert_equal "/nonexistent/rack/multipart", pending, "left for the request that needs it"
   end
 
+  # The after_worker_ready hooks load what the user chose to load per
+  # worker; a worker's own warm-up loads like a request.
+  def test_what_the_ready_hooks_load_is_not_counted_what_the_warm_up_loads_is
+    features = %w[a.rb]
+    late = Herd::Server::LateLoads.new(features)
+    features << "warm_up.rb"
+    late.excluding { features << "hook.rb" }
+    assert_match(/\A1 file loaded after the fork, by this worker for itself \(warm_up\.rb\)/, late.check)
+    features = %w[a.rb]
+    late = Herd::Server::LateLoads.new(features)
+    late.excluding { features << "hook.rb" }
+    assert_nil late.check
+  end
+
   def test_a_worker_reports_what_it_loads_and_a_form_post_loads_nothing
     Dir.mktmpdir do |dir|
       File.write(File.join(dir, "late_lib.rb"), "LATE_LIB = 1\n")

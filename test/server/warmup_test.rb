@@ -10,16 +10,18 @@ require "herd/server/config"
 class ServerWarmupTest < Herd::Test
   APP = <<~RUBY
     CACHE = {}
+    WARMED = []
     run lambda { |env|
       case env["PATH_INFO"]
       when "/fill"
+        WARMED << Process.pid if env["herd.warmup"]
         CACHE[:filled_in] ||= Process.pid
         CACHE[:warmup_flag] ||= env["herd.warmup"].inspect
         CACHE[:host] ||= env["HTTP_HOST"]
         CACHE[:query] ||= env["QUERY_STRING"]
         [200, {}, ["filled"]]
       when "/boom" then raise "no database yet"
-      else [200, {}, ["filled_in=\#{CACHE[:filled_in]} me=\#{Process.pid} flag=\#{CACHE[:warmup_flag]} host=\#{CACHE[:host]} query=\#{CACHE[:query]}"]]
+      else [200, {}, ["warmed_here=\#{WARMED.count(Process.pid)} filled_in=\#{CACHE[:filled_in]} me=\#{Process.pid} flag=\#{CACHE[:warmup_flag]} host=\#{CACHE[:host]} query=\#{CACHE[:query]}"]]
       end
     }
   RUBY
@@ -43,6 +45,28 @@ class ServerWarmupTest < Herd::Test
     assert_includes body, "flag=true host=example.test query=x=1"
   end
 
+  # Each new worker sends the warm-up too, before it reports ready, in
+  # every generation; `workers: false` leaves it to the mold.
+  def test_each_new_worker_warms_up_before_it_is_ready_unless_told_not_to
+    @server = Herd::ServerHarness.new(app: APP, config: "workers 1\nwarmup \"/fill\"\n")
+    @server.ready
+    warmed = @server.wait_for(/worker 0 \(gen 0\): warm-up: GET \/fill 200 \(\d+ ms\)/)[0]
+    ready = @server.wait_for(/worker 0 \(gen 0\), pid \d+ ready/)[0]
+    assert_operator @server.lines.index { |line| line.include?(warmed) }, :<, @server.lines.index { |line| line.include?(ready) },
+      "warmed up before it reported ready"
+    assert_includes @server.get("/"), "warmed_here=1 "
+    @server.signal("USR2")
+    @server.wait_for(/worker 0 \(gen 1\): warm-up: GET \/fill 200/)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    assert_includes @server.get("/"), "warmed_here=1 "
+    @server.cleanup
+    @server = Herd::ServerHarness.new(app: APP, config: "workers 1\nwarmup \"/fill\", workers: false\n")
+    @server.ready
+    @server.wait_for(/mold \(gen 0\): warm-up: GET \/fill 200/)
+    assert_includes @server.get("/"), "warmed_here=0 "
+    assert_empty @server.lines.grep(/worker 0 \(gen 0\): warm-up/)
+  end
+
   def test_a_warm_up_request_that_raises_is_logged_and_the_server_serves
     @server = Herd::ServerHarness.new(app: APP, config: "workers 1\nwarmup \"/boom\", \"/fill\"\n")
     @server.ready
@@ -54,5 +78,7 @@ class ServerWarmupTest < Herd::Test
     error = assert_raises(Herd::ConfigError) { Herd::Server::Config.new.tap { |c| Herd::Server::Config::DSL.new(c).warmup("posts") } }
     assert_match(/warmup takes paths that start with \//, error.message)
     assert_raises(Herd::ConfigError) { Herd::Server::Config::DSL.new(Herd::Server::Config.new).warmup }
+    error = assert_raises(Herd::ConfigError) { Herd::Server::Config::DSL.new(Herd::Server::Config.new).warmup("/", workers: :yes) }
+    assert_equal "warmup workers: must be true or false, got :yes", error.message
   end
 end

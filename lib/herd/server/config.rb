@@ -205,11 +205,14 @@ module Herd
         # GET requests a freshly booted mold (at start, after a HUP reload)
         # sends its app before it forks workers, so that the caches an app
         # fills on its first requests are filled once and shared:
-        # `warmup "/", "/posts"`. A promoted mold needs none.
+        # `warmup "/", "/posts"`. A promoted mold needs none. Each new
+        # worker sends them too before it reports ready, so that its first
+        # copy-on-write faults are not on a client's time.
         # @param paths [Array<String>] paths with their query strings
         # @param host [String] the Host header of each request
-        def warmup(*paths, host: "localhost")
-          @config.warmup = Warmup.new(paths, host: host)
+        # @param workers [Boolean] false: the mold only
+        def warmup(*paths, host: "localhost", workers: true)
+          @config.warmup = Warmup.new(paths, host: host, workers: workers)
         end
 
         # The monitor's /stats and /metrics: "unix:/path" (created 0600) or

@@ -24,24 +24,39 @@ module Herd
       # Files named in the log line at most.
       SHOWN = 4
 
-      # Call after the worker's own after_fork hooks: what they load, the
-      # user chose to load per worker.
+      # Call after the worker's own after_fork hooks (what they load, the
+      # user chose to load per worker) and before its warm-up.
       def initialize(features = $LOADED_FEATURES)
         @features = features
         @size = features.size
+        @seen = @size
+        @excluded = []
+      end
+
+      # Runs the block; what it loads is not counted (the after_worker_ready
+      # hooks: the user chose to load that per worker).
+      def excluding
+        before = @features.size
+        yield
+      ensure
+        @excluded.concat(@features.drop(before)) if before
+        @seen = @features.size if @seen == before
       end
 
       # @return [String, nil] the log line, once: when files were loaded since
       def check
         size = @features.size
-        return nil if @size.nil? || size == @size
+        return nil if @size.nil? || size == @seen
 
         if size < @size # features taken out ($LOADED_FEATURES.delete, to load a file again): count from here
-          @size = size
+          @size = @seen = size
           return nil
         end
 
-        late = @features.drop(@size)
+        @seen = size
+        late = @features.drop(@size) - @excluded
+        return nil if late.empty?
+
         @size = nil
         describe(late)
       end

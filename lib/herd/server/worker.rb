@@ -65,9 +65,10 @@ module Herd
         @request_hooks = hooks.any?(:after_request_complete)
         @access_log = AccessLog.open(config.access_log)
         @gc = (OutOfBandGC.new(config.out_of_band_gc) if config.out_of_band_gc)
-        @link.send_message([:ready])
-        hooks.run(:after_worker_ready, log, role, @context, @info)
         @late_loads = LateLoads.new
+        warm_up
+        @link.send_message([:ready])
+        @late_loads.excluding { hooks.run(:after_worker_ready, log, role, @context, @info) }
         serve
         hooks.run(:before_worker_exit, log, role, @context, @info)
         # Ruby's exit: the app's at_exit hooks run and its IO buffers are
@@ -85,6 +86,14 @@ module Herd
 
       def adopted_by_monitor
         Forking.await_adoption(@context.monitor_pid, config.spawn_timeout)
+      end
+
+      # The `warmup` requests, before any client's (see Warmup): the pages
+      # they write are copied now, while the monitor still counts this
+      # worker as starting. Code they load is reported like a request's.
+      def warm_up
+        warmup = config.warmup
+        log.info(role, warmup.run(@app)) if warmup&.workers
       end
 
       # Signals are acted on between requests, like the monitor's messages.
