@@ -53,6 +53,9 @@ class ServerReloadTest < Herd::Test
     @server.wait_for(/monitor: HUP: workers: 2 -> 3/)
     @server.wait_for(/monitor: HUP: booting mold \(gen 1\) from config\.ru; generation 0 serves meanwhile/)
     @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    if GC.respond_to?(:compact) # a fresh mold descends from no compacted heap (compact: :auto)
+      assert_match(/\+ compaction/, @server.wait_for(/mold \(gen 1\): heap prepared.*/)[0])
+    end
     %w[0 1].each { |n| @server.wait_for(/worker #{n} \(gen 0\), pid \d+ exited with status 0/) }
     %w[0 1 2].each { |n| @server.wait_for(/worker #{n} \(gen 1\), pid \d+ ready/) }
     mark = @responses.size
