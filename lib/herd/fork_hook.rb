@@ -100,6 +100,8 @@ module Herd
         end
         unknown = value.is_a?(Hash) ? value.keys - Heap::OPTIONS : []
         raise ArgumentError, "prepare_heap: unknown options #{unknown.join(", ")}; known: #{Heap::OPTIONS.join(", ")}" unless unknown.empty?
+        refused = value.is_a?(Hash) && value.key?(:compact) && Heap.compact_refused(value[:compact])
+        raise ArgumentError, "prepare_heap: #{refused}" if refused
 
         @prepare_heap = value
       end

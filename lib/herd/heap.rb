@@ -133,7 +133,7 @@ module Herd
     # the copy, about what a fresh page would cost it.
     SPARSE_PAGE = 0.75
     # What {Heap.prepare}'s `compact:` takes.
-    COMPACT_VALUES = [true, false, :auto].freeze
+    COMPACT_VALUES = [true, false, nil, :auto].freeze
     # Bytes of one object slot in Ruby's heap.
     # @api private
     SLOT_SIZE = GC::INTERNAL_CONSTANTS.fetch(:RVALUE_SIZE, 40)
@@ -150,11 +150,12 @@ module Herd
       # @param compact [Boolean, Symbol] also run `GC.compact` (where
       #   available). Do it before the first fork of a template only:
       #   compacting again writes to pages already shared with earlier
-      #   children. `:auto` compacts unless this heap, or the one it was
-      #   forked from, was compacted and the live objects have grown less
-      #   than {LastCompaction::GROWTH} since: for templates forked one from
-      #   another's child, as a reforking server's molds are. On Ruby >= 3.3
-      #   `Process.warmup` decides instead (`warmup: true`)
+      #   children. `:auto` compacts unless this heap, or an ancestor's it
+      #   was forked from, was compacted and the live objects have grown
+      #   less than {LastCompaction::GROWTH} since: for templates forked one
+      #   from another's child, as a reforking server's molds are. Where
+      #   `Process.warmup` exists (it compacts), `:auto` calls it only when
+      #   compacting is due, and promotes with GCs otherwise. nil is false
       # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
       # @param max_gc_runs [Integer] at most this many GCs
       # @param young_ratio [Float] stop when young <= live * young_ratio
@@ -186,7 +187,7 @@ module Herd
       # @return [Report]
       def prepare(compact: false, warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
         trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
-        raise ArgumentError, "compact: must be true, false or :auto, got #{compact.inspect}" unless COMPACT_VALUES.include?(compact)
+        refused = compact_refused(compact) and raise ArgumentError, refused
 
         started = clock
         before = census
@@ -195,13 +196,14 @@ module Herd
           # follows reads and writes glibc's malloc state, which belongs to
           # the thread that will fork (its arena, its tcache).
           (strategy, runs, compacted, skipped), priority = LowPriority.run(nice) do
-            if warmup && Process.respond_to?(:warmup)
+            # Process.warmup compacts: with `:auto`, only when compacting is due.
+            if warmup && Process.respond_to?(:warmup) && (compact != :auto || LastCompaction.due)
               warm_up(before, young_ratio)
             else
               # With filling, one GC first (it frees the garbage, so that the
               # fill sees every free slot), and the promotion after the fill
               # ages both: 4 GCs, not 3 before the fill and 3 more after it.
-              promote_and_compact(compact, (fill_free_slots && !compact) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
+              promote_and_compact(compact, (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
             end
           end
           # After the GCs (which may free pages and their descriptors),
@@ -216,9 +218,15 @@ module Herd
           runs += promote(max_gc_runs, young_ratio) unless fillers.empty? && spared.zero?
           sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
-          report(strategy, runs, compacted, fillers.size, spared, sealed, trimmed, packed, started, before, priority)
-            .tap { |prepared| prepared.compaction_skipped = skipped }.retain(fillers)
+          report(strategy, [runs, compacted, skipped], fillers.size, spared, sealed, trimmed, packed, started, before, priority)
+            .retain(fillers)
         end
+      end
+
+      # @param value [Object] what a caller passes as `compact:`
+      # @return [String, nil] why {prepare} would refuse it, nil when it takes it
+      def compact_refused(value)
+        "compact: must be true, false or :auto, got #{value.inspect}" unless COMPACT_VALUES.include?(value)
       end
 
       # Objects not yet old, as the GC counts them.
@@ -257,7 +265,9 @@ module Herd
       # @return [Array] strategy, GC runs, whether compacted, why `:auto` did not
       def promote_and_compact(compact, max_gc_runs, young_ratio)
         runs = promote(max_gc_runs, young_ratio)
-        # After the promotion's GCs: the live count then leaves out garbage.
+        # After the promotion's GCs, which free young garbage; dead old
+        # objects still count as live until a major GC, which errs towards
+        # compacting.
         skipped = LastCompaction.skipped if compact == :auto && !LastCompaction.due && compaction_supported?
         compacted = compact && !skipped && compact!
         runs += promote(max_gc_runs, young_ratio) if compacted
@@ -335,9 +345,12 @@ module Herd
         GC.disable if was_disabled
       end
 
-      def report(strategy, runs, compacted, filled, spared, sealed, trimmed, packed, started, before, priority)
+      # @param gcs [Array] GC runs, whether compacted, why `:auto` did not
+      def report(strategy, gcs, filled, spared, sealed, trimmed, packed, started, before, priority)
         after = census
-        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, filled: filled, spared: spared, sealed: sealed,
+        runs, compacted, skipped = gcs
+        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, compaction_skipped: skipped, filled: filled,
+          spared: spared, sealed: sealed,
           trimmed: trimmed ? true : false, packed: packed, priority: priority,
           duration: clock - started,
           young_before: before[:young], young_after: after[:young], old_before: before[:old], old_after: after[:old])

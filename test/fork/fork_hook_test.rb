@@ -78,6 +78,8 @@ class ForkHookTest < Herd::Test
     error = assert_raises(ArgumentError) { Herd::ForkHook.prepare_heap = {compactt: true} }
     assert_match(/unknown options compactt; known: compact/, error.message)
     assert_raises(ArgumentError) { Herd::ForkHook.prepare_heap = "yes" }
+    error = assert_raises(ArgumentError) { Herd::ForkHook.prepare_heap = {compact: :always} }
+    assert_equal "prepare_heap: compact: must be true, false or :auto, got :always", error.message
   end
 
   def test_global_switch_off_skips_heap_preparation

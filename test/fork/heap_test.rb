@@ -83,6 +83,27 @@ class HeapTest < Herd::Test
   def test_compact_takes_true_false_or_auto
     error = assert_raises(ArgumentError) { Herd::Heap.prepare(warmup: false, compact: :always) }
     assert_equal "compact: must be true, false or :auto, got :always", error.message
+    refute Herd::Heap.prepare(warmup: false, compact: nil).compacted, "nil is false, as it always was"
+  end
+
+  # Where Process.warmup exists (Ruby >= 3.3) it compacts: `:auto` calls it
+  # only when compacting is due. Stubbed here, since this Ruby may lack it.
+  def test_auto_compaction_calls_process_warmup_only_when_due
+    skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      $warmups = 0
+      def Process.warmup = ($warmups += 1; GC.start; GC.compact)
+      GC.disable
+      $young = Array.new(100_000) { |i| [i] }
+      GC.enable
+      first = Herd::Heap.prepare(compact: :auto)
+      $more = Array.new(1_000) { |i| [i] }
+      again = Herd::Heap.prepare(compact: :auto, max_gc_runs: 1, young_ratio: 0.0)
+      p [first.strategy, first.compacted, again.strategy, again.compacted, again.compaction_skipped.to_s.start_with?("compaction not needed"), $warmups]
+    RUBY
+    assert status.success?, err
+    assert_equal [:warmup, true, :promote, false, true, 1], eval(out) # standard:disable Security/Eval
   end
 
   def test_report_reads_as_one_log_line

@@ -101,6 +101,17 @@ class LateLoadsTest < Herd::Test
     late = Herd::Server::LateLoads.new(features)
     late.excluding { features << "hook.rb" }
     assert_nil late.check
+    features = %w[a.rb b.rb]
+    late = Herd::Server::LateLoads.new(features)
+    features << "warm_up.rb"
+    late.excluding { features.delete("a.rb") }
+    assert_match(/\(warm_up\.rb\)/, late.check, "a hook that takes a feature out hides nothing")
+    features = %w[a.rb b.rb]
+    late = Herd::Server::LateLoads.new(features)
+    late.excluding { features.delete("a.rb") }
+    assert_nil late.check
+    features << "late.rb"
+    assert_match(/\(late\.rb\)/, late.check)
   end
 
   def test_a_worker_reports_what_it_loads_and_a_form_post_loads_nothing

@@ -57,8 +57,11 @@ class ServerWarmupTest < Herd::Test
     assert_includes @server.get("/"), "warmed_here=1 "
     @server.signal("USR2")
     @server.wait_for(/worker 0 \(gen 1\): warm-up: GET \/fill 200/)
-    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
-    assert_includes @server.get("/"), "warmed_here=1 "
+    pid = @server.wait_for(/worker 0 \(gen 1\), pid (\d+) ready/)[1]
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited/)
+    body = @server.get("/")
+    assert_includes body, "me=#{pid} "
+    assert_includes body, "warmed_here=1 "
     @server.cleanup
     @server = Herd::ServerHarness.new(app: APP, config: "workers 1\nwarmup \"/fill\", workers: false\n")
     @server.ready

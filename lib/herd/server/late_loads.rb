@@ -29,32 +29,32 @@ module Herd
       def initialize(features = $LOADED_FEATURES)
         @features = features
         @size = features.size
-        @seen = @size
-        @excluded = []
+        @carried = []
       end
 
       # Runs the block; what it loads is not counted (the after_worker_ready
-      # hooks: the user chose to load that per worker).
+      # hooks: the user chose to load that per worker). What was loaded
+      # before it is kept for the next {#check}, and counting starts again
+      # after it, whatever the block did to the list.
       def excluding
-        before = @features.size
+        carried = @size && @features.drop(@size)
         yield
       ensure
-        @excluded.concat(@features.drop(before)) if before
-        @seen = @features.size if @seen == before
+        if carried
+          @carried.concat(carried)
+          @size = @features.size
+        end
       end
 
       # @return [String, nil] the log line, once: when files were loaded since
       def check
         size = @features.size
-        return nil if @size.nil? || size == @seen
+        return nil if @size.nil? || (size == @size && @carried.empty?)
 
-        if size < @size # features taken out ($LOADED_FEATURES.delete, to load a file again): count from here
-          @size = @seen = size
-          return nil
-        end
-
-        @seen = size
-        late = @features.drop(@size) - @excluded
+        # Features taken out ($LOADED_FEATURES.delete, to load a file again): count from here.
+        late = @carried + ((size < @size) ? [] : @features.drop(@size))
+        @size = size
+        @carried = []
         return nil if late.empty?
 
         @size = nil

@@ -101,9 +101,8 @@ module Herd
             raise ConfigError, "#{name}: unknown option#{"s" if unknown.size > 1} #{unknown.join(", ")}; " \
               "known: #{Heap::OPTIONS.join(", ")}"
           end
-          if value.key?(:compact) && !Heap::COMPACT_VALUES.include?(value[:compact])
-            raise ConfigError, "#{name}: compact: must be true, false or :auto, got #{value[:compact].inspect}"
-          end
+          refused = value.key?(:compact) && Heap.compact_refused(value[:compact])
+          raise ConfigError, "#{name}: #{refused}" if refused
           nice = value[:nice]
           return if nice.nil? || nice == 0 || (nice.is_a?(Integer) && LowPriority::RANGE.cover?(nice))
 

@@ -72,7 +72,14 @@ module Herd
       rescue Exception => e # rubocop:disable Lint/RescueException -- a warm-up never stops the boot; the worker would hit the same
         "raised #{e.class}: #{e.message.to_s.lines.first.to_s.strip[0, 200]}"
       ensure
+        close(body)
+      end
+
+      # A body whose close raises must not end the boot either.
+      def close(body)
         body.close if body.respond_to?(:close)
+      rescue Exception # rubocop:disable Lint/RescueException -- as in #request
+        nil
       end
 
       # Rack 3 has it in its own file, Rack 2.2 in rack/mock.
