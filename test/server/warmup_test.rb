@@ -77,6 +77,17 @@ class ServerWarmupTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
   end
 
+  # A worker runs its warm-up before it is ready: nothing the app raises,
+  # its body's close included, may end its start.
+  def test_a_body_whose_close_raises_does_not_end_the_warm_up
+    require "rack"
+    body = Object.new
+    def body.each = yield("ok")
+    def body.close = raise(IOError, "closed twice")
+    line = Herd::Server::Warmup.new(["/a", "/b"]).run(->(_env) { [200, {}, body] })
+    assert_match(/\Awarm-up: GET \/a 200, GET \/b 200 \(\d+ ms\)\z/, line)
+  end
+
   def test_paths_must_be_paths
     error = assert_raises(Herd::ConfigError) { Herd::Server::Config.new.tap { |c| Herd::Server::Config::DSL.new(c).warmup("posts") } }
     assert_match(/warmup takes paths that start with \//, error.message)
