@@ -24,11 +24,6 @@ module Herd
         @live = GC.stat(:heap_live_slots)
       end
 
-      # Forgets the record: the next `compact: :auto` compacts.
-      def clear
-        @live = nil
-      end
-
       # @return [Float, nil] the live objects' growth since the last
       #   compaction (0.02 for 2%), nil when the heap never was compacted
       def growth

@@ -178,10 +178,10 @@ module Herd
       # 12,000 copy-on-write faults and 1.1 s of CPU under load).
       # Measured on bench/rails, time-averaged Σ PSS: every mold compacting,
       # 119.9-122.7 MiB; only the first promoted one, 118.6-118.7
-      # (rails-compact-auto.md); the booted one
-      # instead, 109.4-110.9 against 117.3-118.2, peak 201-216 against
-      # 245-248 (rails-compact-boot.md): the first refork then prepares in a
-      # fraction of the time, and the first generation shares more. The
+      # (rails-compact-auto.md); the booted one instead, 109.4-110.9 against
+      # 117.3-118.2, peak 201-216 against 245-248 (rails-compact-boot.md):
+      # the first refork then prepares in a fraction of the time, and the
+      # first generation shares more. The
       # booted mold's compaction moves objects it shares with the monitor,
       # which the lean monitor keeps few (+0.5 MiB of monitor PSS on
       # bench/cow, cow-compact-boot.md; +4 MiB before it).

@@ -43,7 +43,6 @@ module Herd
           raise ConfigError, "warmup takes paths that start with /, e.g. warmup \"/\", \"/posts\"; got #{paths.inspect}"
         end
         raise ConfigError, "warmup host: must be a host name, got #{host.inspect}" unless host.is_a?(String) && !host.empty?
-
         raise ConfigError, "warmup workers: must be true or false, got #{workers.inspect}" unless [true, false].include?(workers)
 
         @paths = paths.map { |path| path.dup.freeze }.freeze
