@@ -10,10 +10,11 @@ module ReloadBench
   module Driver
     module_function
 
-    # @param list [String] ';'-separated herd settings, one setup each; '-' for the defaults
+    # @param list [String] ';'-separated herd settings, one setup each; '-' for the defaults;
+    #   '\;' separates two settings of one setup ("refork_max_surge 1\; refork_max_unavailable 0")
     # @return [Array<String, nil>]
     def herd_options(list)
-      list.split(";").map { |o| (o.strip == "-") ? nil : o.strip }
+      list.split(/(?<!\\);/).map { |o| (o.strip == "-") ? nil : o.strip.gsub("\\;", ";") }
     end
 
     # @param report [Class] the driver's report (.new(env:, runs:, options:).markdown)

@@ -174,13 +174,63 @@ class ServerReforkTest < Herd::Test
     mark = @server.mark
     refork_to(1, workers: 3)
     3.times { |number| @server.wait_for(/worker #{number} \(gen 0\), pid \d+ exited/) }
-    events = @server.lines.drop(mark).grep(/worker \d \(gen [01]\), pid \d+ (exited|ready)/)
-    down = 0
-    events.each do |line|
-      down += 1 if line.include?("(gen 0)") && line.include?("exited")
-      down -= 1 if line.include?("(gen 1)") && line.include?("ready")
-      assert_operator down, :<=, 1, "more than one worker out of service at once:\n#{events.join}"
+    events, fewest = fewest_serving(mark, 3)
+    assert_equal 2, fewest, "more than one worker out of service at once:\n#{events.join}"
+  end
+
+  # Replays the log's worker lines from `mark`, when `serving` workers of
+  # generation 0 were ready: how many numbers have a ready worker after
+  # each line. Returns the lines and the fewest numbers served.
+  def fewest_serving(mark, serving)
+    events = @server.lines.drop(mark).grep(/worker \d \(gen \d\), pid \d+ (exited|ready)/)
+    ready = Array.new(serving) { |number| [number.to_s, "0"] }.to_h { |key| [key, true] }
+    fewest = events.map do |line|
+      number, generation = line.match(/worker (\d) \(gen (\d)\)/).captures
+      line.include?("exited") ? ready.delete([number, generation]) : ready[[number, generation]] = true
+      ready.keys.map(&:first).uniq.size
+    end.min
+    [events, fewest]
+  end
+
+  # refork_max_surge 1 with refork_max_unavailable 0: each replacement is
+  # forked and ready before the worker it replaces stops, so every number
+  # is served throughout (the gen-0 workers were ready before the mark).
+  def test_a_surge_rollout_keeps_every_worker_number_serving
+    serve(config: "workers 2\nrefork_max_surge 1\nrefork_max_unavailable 0\n")
+    mark = @server.mark
+    refork_to(1, workers: 2)
+    @server.wait_for(/mold \(gen 1\) ready; replacing older workers 1 at a time, each forked before the worker it replaces stops/)
+    2.times { |number| @server.wait_for(/worker #{number} \(gen 0\), pid \d+ exited with status 0/) }
+    events, fewest = fewest_serving(mark, 2)
+    events.map! { |line| line.sub(/\A\S+ herd\[\d+\] monitor: /, "").sub(/pid \d+ /, "") }
+    assert_equal 2, fewest, "a worker number went unserved:\n#{events.join}"
+    [0, 1].each do |number|
+      assert_operator events.index("worker #{number} (gen 1), ready\n"), :<,
+        events.index("worker #{number} (gen 0), exited with status 0\n"), events.join
     end
+    assert_match(/200/, @server.get("/").lines.first)
+  end
+
+  # A replacement that dies before it is ready leaves the worker it was to
+  # replace serving; the surge is tried again after the recovery's pause,
+  # and completes once the new generation can start.
+  def test_a_surge_replacement_that_dies_leaves_the_old_worker_serving
+    serve(args: ["-w", "1"], config: <<~RUBY)
+      refork_max_surge 1
+      refork_max_unavailable 0
+      after_fork { |_server, worker| exit!(3) if worker.generation >= 1 && !File.exist?("start") }
+    RUBY
+    @server.signal("USR2")
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    died = /worker 0 \(gen 1\), pid \d+ exited with status 3/
+    @server.wait_for(died)
+    @server.wait_for(died, after: @server.lines.index { |line| line.match?(died) } + 1)
+    assert_match(/200/, @server.get("/").lines.first)
+    refute @server.lines.grep(/worker 0 \(gen 0\), pid \d+ exited/).any?, @server.lines.join
+    File.write(File.join(@server.dir, "start"), "")
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited with status 0/)
+    assert_match(/200/, @server.get("/").lines.first)
   end
 
   UNSAFE_AFTER_GO = <<~RUBY

@@ -6,8 +6,11 @@ module Herd
     # @api private
     # `spawn_budget`: seconds from `spawned_at` it has to become ready (nil:
     # spawn_timeout); a mold's heap preparation gets more ({Deadlines}).
+    # `slot`: a worker's place on the scoreboard (not its number: during a
+    # surge rollout two workers share a number). `replaces`: the older
+    # worker a surge replacement stops once it is ready ({Rollout}).
     Child = Struct.new(:role, :number, :generation, :pid, :link, :state, :spawned_at, :busy_since, :busy_with,
-      :requests, :fork_unsafe, :spawn_budget, keyword_init: true) do
+      :requests, :fork_unsafe, :spawn_budget, :slot, :replaces, keyword_init: true) do
       def worker?
         role == :worker
       end

@@ -60,7 +60,8 @@ module Herd
       setting :spawn_timeout, 30, SettingChecks.seconds
       setting :shutdown_timeout, 30, SettingChecks.seconds
       setting :refork_after, false, SettingChecks.schedule
-      setting :refork_max_unavailable, 1, SettingChecks.whole(1)
+      setting :refork_max_unavailable, 1, SettingChecks.whole(0)
+      setting :refork_max_surge, 0, SettingChecks.whole(0)
       setting :out_of_band_gc, OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "10_000")
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
       setting :rackup, "config.ru"
@@ -155,6 +156,10 @@ module Herd
       # @return [self]
       def validate!
         SETTINGS.each_value { |setting| setting.validate!(public_send(setting.name)) }
+        if @refork_max_unavailable.zero? && @refork_max_surge.zero?
+          raise ConfigError, "refork_max_unavailable and refork_max_surge are both 0: a rollout could never " \
+            "replace a worker; set refork_max_surge 1 (replacements first) or refork_max_unavailable 1"
+        end
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
         end

@@ -72,15 +72,16 @@ module Herd
       # Forks worker `number`. With double_fork the worker is reparented to
       # the monitor (the subreaper) and its pid is unknown here.
       # @param worker_io [Socket] the worker's end of its link to the monitor
+      # @param slot [Integer, nil] its place on the scoreboard (nil: none, it reports over its link)
       # @param in_child [#call] run first in the worker: close what it must not keep
       # @return [Integer, nil] the worker's pid (single fork) or nil
-      def spawn_worker(number, generation, worker_io, double_fork:, in_child:)
+      def spawn_worker(number, generation, worker_io, slot:, double_fork:, in_child:)
         hooks.run(:before_fork, log, role, @context, WorkerInfo.new(number: number, generation: generation, requests: 0))
         signals = @signals
         start = proc do
           in_child.call
-          Worker.new(number: number, generation: generation, link: Link.new(worker_io), listeners: @listeners,
-            app: @app, context: @context).run(signals)
+          Worker.new(number: number, generation: generation, slot: slot, link: Link.new(worker_io),
+            listeners: @listeners, app: @app, context: @context).run(signals)
         end
         pid = double_fork ? Forking.double_fork(&start) : Forking.fork_quietly(&start)
         worker_io.close
@@ -129,9 +130,9 @@ module Herd
       def on_message(message)
         case message.first
         when :spawn_worker
-          _, number, generation = message
+          _, number, generation, slot = message
           io = @link.take_io
-          spawn_worker(number, generation, io, double_fork: true, in_child: -> { @link.io.close }) if io
+          spawn_worker(number, generation, io, slot: slot, double_fork: true, in_child: -> { @link.io.close }) if io
           nil
         when :reopen_logs, :stop then message.first
         end

@@ -156,7 +156,7 @@ module Herd
         return replace_mold if !@spawner.local_mold && @children.molds.empty? && @recovery.mold_due?
 
         retire_extra_workers
-        @rollout.roll_out(@target)
+        @rollout.roll_out(@target, spawn: @recovery.workers_due?)
         spawn_missing_workers
         announce_ready
         @rollout.consider_refork
@@ -247,6 +247,7 @@ module Herd
         child.state = :ready
         @log.info(ROLE, "#{child} ready")
         @rollout.mold_ready(child)
+        @rollout.worker_ready(child)
         @recovery.ready(child)
       end
 

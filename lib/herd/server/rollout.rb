@@ -17,8 +17,11 @@ module Herd
     #   idle ──start──► pending (the new mold boots; the current generation serves)
     #     ▲                │ ready: it is the current generation; older molds stop
     #     │                ▼
-    #     └─── rolling: older workers stop refork_max_unavailable at a time,
-    #                   the new mold forks their replacements
+    #     └─── rolling: the new mold forks replacements for older workers,
+    #                   refork_max_surge at a time ahead of the worker each
+    #                   replaces (which stops once its replacement is ready),
+    #                   and older workers stop refork_max_unavailable at a
+    #                   time to be replaced after
     #
     # A new mold that fails leaves the current generation serving; a failed
     # refork is retried after a growing pause, a failed reload is not (the
@@ -125,8 +128,7 @@ module Herd
         @reforks_since_boot = (@kind == :reload) ? 0 : @reforks_since_boot + 1
         @next_refork_at = 0.0
         @backoff.reset if @kind == :reload
-        log("mold (gen #{mold.generation}) ready; replacing older workers " \
-          "#{config.refork_max_unavailable} at a time")
+        log("mold (gen #{mold.generation}) ready; replacing older workers #{pace}")
         @children.molds.each do |child|
           next if child.equal?(mold) || child.state == :stopping
 
@@ -171,20 +173,38 @@ module Herd
         refork("retry") if running
       end
 
-      # Old-generation workers stop (gracefully) at most
-      # refork_max_unavailable at a time; the monitor spawns their
-      # replacements from the current mold.
+      # Replaces old-generation workers two ways, each within its budget:
+      # - a surge: the current mold forks a worker with the old one's
+      #   number, at most refork_max_surge at a time; the old one serves
+      #   until it is ready ({#worker_ready}), so capacity never drops;
+      # - a stop: old workers stop (gracefully), at most
+      #   refork_max_unavailable out of service at a time, and the monitor
+      #   spawns their replacements once they are gone.
       # @param target [Integer] how many workers the server runs
-      def roll_out(target)
+      # @param spawn [Boolean] whether workers may be spawned now (false
+      #   while spawning fails: the recovery's pause)
+      def roll_out(target, spawn: true)
+        mold = @children.molds.find { |child| child.ready? && child.generation == @generation }
         old = @children.workers.select { |child| child.generation < @generation }
-        return if old.empty? || @children.molds.none? { |child| child.ready? && child.generation == @generation }
+        return if old.empty? || !mold
 
-        missing = ((0...target).to_a - @children.workers.map(&:number)).size
-        unavailable = @children.workers.count { |child| child.state != :ready } + missing
-        old.select(&:ready?).first([config.refork_max_unavailable - unavailable, 0].max).each do |child|
-          child.state = :stopping
-          child.link.send_message([:stop])
-        end
+        # Old workers nothing replaces yet, the lowest numbers first.
+        waiting = old.select { |child| child.ready? && child.number < target && !replacement_for(child) }
+          .sort_by(&:number)
+        surge(waiting, mold) if spawn
+        stop(waiting.reject { |child| replacement_for(child) }, target)
+      end
+
+      # A worker said it is ready: the one it replaces (a surge) stops.
+      # @param child [Child]
+      def worker_ready(child)
+        old = child.replaces or return
+
+        child.replaces = nil
+        return unless @children.include?(old) && old.state == :ready
+
+        old.state = :stopping
+        old.link.send_message([:stop])
       end
 
       # @return [Array<Child>] ready fork-safe workers, the warmest first
@@ -195,6 +215,33 @@ module Herd
       end
 
       private
+
+      def surge(waiting, mold)
+        in_flight = @children.workers.count(&:replaces)
+        waiting.first([config.refork_max_surge - in_flight, 0].max).each do |child|
+          @spawner.spawn_worker(child.number, @generation, mold, replaces: child)
+        end
+      end
+
+      def stop(waiting, target)
+        serving = @children.workers.select { |child| child.ready? && child.number < target }.map(&:number).uniq.size
+        waiting.first([config.refork_max_unavailable - (target - serving), 0].max).each do |child|
+          child.state = :stopping
+          child.link.send_message([:stop])
+        end
+      end
+
+      def replacement_for(child)
+        @children.workers.find { |other| other.replaces.equal?(child) }
+      end
+
+      def pace
+        surge, unavailable = config.refork_max_surge, config.refork_max_unavailable
+        return "#{unavailable} at a time" if surge.zero?
+        return "#{surge} at a time, each forked before the worker it replaces stops" if unavailable.zero?
+
+        "#{surge} forked ahead and #{unavailable} out of service at a time"
+      end
 
       def promote(candidate, reason)
         mold = @spawner.promote(candidate, @newest + 1)

@@ -52,19 +52,22 @@ module Herd
           spawned_at: Clock.now))
       end
 
-      # Asks `mold` (or the local mold) for worker `number`.
+      # Asks `mold` (or the local mold) for worker `number`, on the lowest
+      # scoreboard slot no living worker holds.
+      # @param replaces [Child, nil] the older worker it takes over from (a surge rollout)
       # @return [Child, nil] nil when the mold is gone
-      def spawn_worker(number, generation, mold)
-        @workload.reset(number)
+      def spawn_worker(number, generation, mold, replaces: nil)
+        slot = free_slot
+        @workload.reset(slot)
         mine, theirs = Link.pair
         child = Child.new(role: :worker, number: number, generation: generation, link: mine, state: :spawning,
-          spawned_at: Clock.now, requests: 0)
+          spawned_at: Clock.now, requests: 0, slot: slot, replaces: replaces)
         if mold
-          sent = mold.link.send_message([:spawn_worker, number, generation], io: theirs.io)
+          sent = mold.link.send_message([:spawn_worker, number, generation, slot], io: theirs.io)
           theirs.close
           return mine.close && nil unless sent
         else
-          child.pid = @local_mold.spawn_worker(number, generation, theirs.io, double_fork: false,
+          child.pid = @local_mold.spawn_worker(number, generation, theirs.io, slot: slot, double_fork: false,
             in_child: -> { leave_monitor([mine.io]) })
         end
         @children.add(child)
@@ -83,6 +86,13 @@ module Herd
       end
 
       private
+
+      # A worker keeps its slot until it is reaped: a stopping one still
+      # writes to it while it finishes its request.
+      def free_slot
+        taken = @children.workers.map(&:slot)
+        (0..taken.size).find { |slot| !taken.include?(slot) }
+      end
 
       # First thing in a child forked by the monitor: none of the monitor's
       # signal handlers, and none of its links to other children (a sibling

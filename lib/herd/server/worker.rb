@@ -30,12 +30,16 @@ module Herd
       # Seconds a stopping worker still gives the heads of connections it holds.
       STOP_GRACE = 2
 
+      # @param slot [Integer, nil] its place on the scoreboard, given by the monitor
       # @param link [Link] to the monitor
       # @param listeners [Array<Listener>]
       # @param app [#call]
       # @param context [Context]
-      def initialize(number:, generation:, link:, listeners:, app:, context:)
+      def initialize(number:, generation:, slot:, link:, listeners:, app:, context:)
         @info = WorkerInfo.new(number: number, generation: generation, pid: Process.pid, requests: 0)
+        scoreboard = context.scoreboard
+        @scoreboard = scoreboard if slot && scoreboard&.covers?(slot)
+        @slot = slot
         @link = link
         @listeners = listeners
         @app = app
@@ -213,15 +217,13 @@ module Herd
       # Through the shared scoreboard when this worker has a slot (no message,
       # the monitor is not woken up), over the link otherwise.
       def report_busy(method, target)
-        scoreboard = @context.scoreboard
-        return scoreboard.busy(@info.number, method, target) if scoreboard&.covers?(@info.number)
+        return @scoreboard.busy(@slot, method, target) if @scoreboard
 
         @link.send_message([:busy, "#{method} #{target}"])
       end
 
       def report_idle
-        scoreboard = @context.scoreboard
-        return scoreboard.idle(@info.number, @info.requests) if scoreboard&.covers?(@info.number)
+        return @scoreboard.idle(@slot, @info.requests) if @scoreboard
 
         @link.send_message([:idle, @info.requests])
       end

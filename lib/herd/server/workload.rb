@@ -14,20 +14,20 @@ module Herd
         @scoreboard = scoreboard
       end
 
-      # Before spawning worker `number`: its slot starts empty.
-      def reset(number)
-        @scoreboard.reset(number) if slot?(number)
+      # Before spawning a worker on `slot`: the slot starts empty.
+      def reset(slot)
+        @scoreboard.reset(slot) if slot?(slot)
       end
 
       # @return [Integer] requests served by the worker
       def requests(child)
-        slot?(child.number) ? @scoreboard.requests(child.number) : child.requests.to_i
+        slot?(child.slot) ? @scoreboard.requests(child.slot) : child.requests.to_i
       end
 
       # @return [Array(Float, String), nil] seconds since the request in
       #   flight started and its request line; nil when idle
       def current(child)
-        return @scoreboard.current(child.number) if slot?(child.number)
+        return @scoreboard.current(child.slot) if slot?(child.slot)
 
         [Clock.now - child.busy_since, child.busy_with] if child.busy_since
       end
@@ -42,8 +42,8 @@ module Herd
 
       private
 
-      def slot?(number)
-        @scoreboard&.covers?(number) || false
+      def slot?(slot)
+        (slot && @scoreboard&.covers?(slot)) || false
       end
     end
   end
