@@ -195,8 +195,10 @@ class ServerReforkTest < Herd::Test
   # refork_max_surge 1 with refork_max_unavailable 0: each replacement is
   # forked and ready before the worker it replaces stops, so every number
   # is served throughout (the gen-0 workers were ready before the mark).
+  # Nothing waits on a replacement's warm-up: it runs at prepare_heap's
+  # nice value, where a gen-0 worker's (no worker to replace) does not.
   def test_a_surge_rollout_keeps_every_worker_number_serving
-    serve(config: "workers 2\nrefork_max_surge 1\nrefork_max_unavailable 0\n")
+    serve(config: "workers 2\nrefork_max_surge 1\nrefork_max_unavailable 0\nwarmup '/'\nprepare_heap nice: 10\n")
     mark = @server.mark
     refork_to(1, workers: 2)
     @server.wait_for(/mold \(gen 1\) ready; replacing older workers 1 at a time, each forked before the worker it replaces stops/)
@@ -209,6 +211,11 @@ class ServerReforkTest < Herd::Test
         events.index("worker #{number} (gen 0), exited with status 0\n"), events.join
     end
     assert_match(/200/, @server.get("/").lines.first)
+    warm_ups = @server.lines.grep(/worker \d \(gen \d\): warm-up: GET \/ 200/)
+    assert_equal 4, warm_ups.size, warm_ups.join
+    niced = Herd::LowPriority.unsupported_reason ? /at the caller's priority/ : /at nice 10$/
+    assert_equal 2, warm_ups.grep(/\(gen 1\).*#{niced}/).size, warm_ups.join
+    assert_equal 0, warm_ups.grep(/\(gen 0\).*priority|\(gen 0\).*nice/).size, warm_ups.join
   end
 
   # A replacement that dies before it is ready leaves the worker it was to

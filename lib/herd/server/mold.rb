@@ -73,14 +73,15 @@ module Herd
       # the monitor (the subreaper) and its pid is unknown here.
       # @param worker_io [Socket] the worker's end of its link to the monitor
       # @param slot [Integer, nil] its place on the scoreboard (nil: none, it reports over its link)
+      # @param surge [Boolean] it replaces a worker that serves until it is ready
       # @param in_child [#call] run first in the worker: close what it must not keep
       # @return [Integer, nil] the worker's pid (single fork) or nil
-      def spawn_worker(number, generation, worker_io, slot:, double_fork:, in_child:)
+      def spawn_worker(number, generation, worker_io, slot:, double_fork:, in_child:, surge: false)
         hooks.run(:before_fork, log, role, @context, WorkerInfo.new(number: number, generation: generation, requests: 0))
         signals = @signals
         start = proc do
           in_child.call
-          Worker.new(number: number, generation: generation, slot: slot, link: Link.new(worker_io),
+          Worker.new(number: number, generation: generation, slot: slot, surge: surge, link: Link.new(worker_io),
             listeners: @listeners, app: @app, context: @context).run(signals)
         end
         pid = double_fork ? Forking.double_fork(&start) : Forking.fork_quietly(&start)
@@ -130,9 +131,9 @@ module Herd
       def on_message(message)
         case message.first
         when :spawn_worker
-          _, number, generation, slot = message
+          _, number, generation, slot, surge = message
           io = @link.take_io
-          spawn_worker(number, generation, io, slot: slot, double_fork: true, in_child: -> { @link.io.close }) if io
+          spawn_worker(number, generation, io, slot: slot, surge: surge, double_fork: true, in_child: -> { @link.io.close }) if io
           nil
         when :reopen_logs, :stop then message.first
         end

@@ -9,7 +9,7 @@ module Herd
     module Protocol
       # Sent by the monitor.
       FROM_MONITOR = {
-        spawn_worker: "to a mold: [number, generation, scoreboard slot or nil]; the worker's end of its new link rides along (SCM_RIGHTS)",
+        spawn_worker: "to a mold: [number, generation, scoreboard slot or nil, surge: whether it replaces a worker still serving]; the worker's end of its new link rides along (SCM_RIGHTS)",
         promote: "to a worker: [generation]; fork the next mold, whose end of its new link rides along",
         stop: "to any child: finish what is in flight and exit gracefully (at_exit hooks run)",
         reopen_logs: "to any child: USR1 reached the monitor; reopen log files (a worker between requests)"

@@ -63,12 +63,12 @@ module Herd
         child = Child.new(role: :worker, number: number, generation: generation, link: mine, state: :spawning,
           spawned_at: Clock.now, requests: 0, slot: slot, replaces: replaces)
         if mold
-          sent = mold.link.send_message([:spawn_worker, number, generation, slot], io: theirs.io)
+          sent = mold.link.send_message([:spawn_worker, number, generation, slot, !replaces.nil?], io: theirs.io)
           theirs.close
           return mine.close && nil unless sent
         else
-          child.pid = @local_mold.spawn_worker(number, generation, theirs.io, slot: slot, double_fork: false,
-            in_child: -> { leave_monitor([mine.io]) })
+          child.pid = @local_mold.spawn_worker(number, generation, theirs.io, slot: slot, surge: !replaces.nil?,
+            double_fork: false, in_child: -> { leave_monitor([mine.io]) })
         end
         @children.add(child)
       end

@@ -2,6 +2,7 @@
 
 require_relative "../clock"
 require_relative "../linux"
+require_relative "../low_priority"
 require_relative "context"
 require_relative "role_accessors"
 require_relative "access_log"
@@ -31,15 +32,17 @@ module Herd
       STOP_GRACE = 2
 
       # @param slot [Integer, nil] its place on the scoreboard, given by the monitor
+      # @param surge [Boolean] it replaces a worker that serves until this one is ready
       # @param link [Link] to the monitor
       # @param listeners [Array<Listener>]
       # @param app [#call]
       # @param context [Context]
-      def initialize(number:, generation:, slot:, link:, listeners:, app:, context:)
+      def initialize(number:, generation:, slot:, link:, listeners:, app:, context:, surge: false)
         @info = WorkerInfo.new(number: number, generation: generation, pid: Process.pid, requests: 0)
         scoreboard = context.scoreboard
         @scoreboard = scoreboard if slot && scoreboard&.covers?(slot)
         @slot = slot
+        @surge = surge
         @link = link
         @listeners = listeners
         @app = app
@@ -95,9 +98,21 @@ module Herd
       # The `warmup` requests, before any client's (see Warmup): the pages
       # they write are copied now, while the monitor still counts this
       # worker as starting. Code they load is reported like a request's.
+      # A surge replacement is waited on by no one (the worker it replaces
+      # serves meanwhile), so with `prepare_heap nice: N` it warms up at
+      # nice N like a mold's preparation, and takes the CPU the serving
+      # workers leave.
       def warm_up
         warmup = config.warmup
-        log.info(role, warmup.run(@app)) if warmup&.workers
+        return unless warmup&.workers
+
+        line, outcome = LowPriority.run(warm_up_nice) { warmup.run(@app) }
+        log.info(role, outcome ? "#{line} #{outcome}" : line)
+      end
+
+      def warm_up_nice
+        option = config.prepare_heap
+        option[:nice] if @surge && option.is_a?(Hash)
       end
 
       # Signals are acted on between requests, like the monitor's messages.
