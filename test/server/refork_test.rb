@@ -192,6 +192,21 @@ class ServerReforkTest < Herd::Test
     [events, fewest]
   end
 
+  # The worker that forked the new mold shares its pages with it from then
+  # on (each page it writes is a copy-on-write fault): the rollout replaces
+  # it first. Worker 0, the first otherwise, cannot be the one promoted.
+  def test_the_rollout_replaces_the_promoted_worker_first
+    serve(config: <<~RUBY)
+      workers 3
+      after_fork { |_server, worker| Herd.no_longer_fork_safe!("test") if worker.number == 0 && worker.generation == 0 }
+    RUBY
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ is no longer fork safe/)
+    @server.signal("USR2")
+    promoted = @server.wait_for(/refork \(USR2\): promoting worker (\d) \(gen 0\)/)[1]
+    first = @server.wait_for(/worker (\d) \(gen 0\), pid \d+ exited/)[1]
+    assert_equal promoted, first, @server.lines.join
+  end
+
   # refork_max_surge 1 with refork_max_unavailable 0: each replacement is
   # forked and ready before the worker it replaces stops, so every number
   # is served throughout (the gen-0 workers were ready before the mark).

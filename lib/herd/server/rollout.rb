@@ -111,6 +111,7 @@ module Herd
         end
         @pending = @spawner.spawn_mold(@newest += 1)
         @kind = :reload
+        @candidate = nil
         @context.telemetry&.rollover_started(:reload, reason, from_generation: @generation, generation: @pending.generation)
         log("#{reason}: booting mold (gen #{@pending.generation}) from #{config.rackup}; " \
           "generation #{@generation} serves meanwhile")
@@ -188,9 +189,11 @@ module Herd
         old = @children.workers.select { |child| child.generation < @generation }
         return if old.empty? || !mold
 
-        # Old workers nothing replaces yet, the lowest numbers first.
+        # Old workers nothing replaces yet. The one that forked the new mold
+        # first: its pages are shared with that mold now, so every page it
+        # writes is a copy-on-write fault, for as long as it serves.
         waiting = old.select { |child| child.ready? && child.number < target && !replacement_for(child) }
-          .sort_by(&:number)
+          .sort_by { |child| [child.equal?(@candidate) ? 0 : 1, child.number] }
         surge(waiting, mold) if spawn
         stop(waiting.reject { |child| replacement_for(child) }, target)
       end
