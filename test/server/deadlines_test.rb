@@ -56,4 +56,34 @@ class DeadlinesTest < Herd::Test
       assert_equal [started, nil], [child.spawned_at, child.spawn_budget]
     end
   end
+
+  # A surge replacement warming up at prepare_heap's nice value gets the
+  # budget a mold's preparation gets (Spawner#warm_up_budget).
+  def test_a_worker_with_a_spawn_budget_is_told_why
+    config = Herd::Server::Config.new
+    worker = @children.add(Herd::Server::Child.new(role: :worker, number: 0, generation: 1, state: :spawning,
+      spawned_at: Herd::Clock.now - 91, spawn_budget: config.spawn_timeout * 3))
+    assert_equal [worker], killed
+    assert_equal :spawn_timeout, worker.killed
+    assert_match(/worker 0 \(gen 1\) was not ready within 3 x spawn_timeout \(90s; it warms up at a lower priority\); killing it/,
+      @out.string)
+  end
+
+  # A worker told to stop finishes its request within `timeout` too (a
+  # surge rollout stops old workers mid-request); once killed, it is not
+  # killed again while the monitor waits to reap it.
+  def test_a_stopping_worker_past_timeout_is_killed_once
+    deadlines = Herd::Server::Deadlines.new(children: @children, workload: Herd::Server::Workload.new(nil),
+      context: Herd::Server::Context.new(config: Herd::Server::Config.new, log: Herd::Server::Log.new(@out)))
+    stuck = @children.add(Herd::Server::Child.new(role: :worker, number: 1, generation: 0, state: :stopping,
+      busy_since: Herd::Clock.now - 31, busy_with: "GET /stuck"))
+    @children.add(Herd::Server::Child.new(role: :worker, number: 0, generation: 0, state: :stopping,
+      busy_since: Herd::Clock.now - 29, busy_with: "GET /slow"))
+    deadlines.enforce { nil }
+    stuck.busy_since = Herd::Clock.now - 31 # as a scoreboard slot still says, until the reap
+    deadlines.enforce { nil }
+    assert_equal :timeout, stuck.killed
+    assert_equal 1, @out.string.scan("worker 1 (gen 0) timed out after 30s on GET /stuck; killing it").size, @out.string
+    refute_match(/slow/, @out.string)
+  end
 end

@@ -40,6 +40,23 @@ class ServerMemoryPolicyTest < Herd::ControlServerTest
     assert_equal 0, stats["counters"]["worker_deaths_by_signal"]["total"]
   end
 
+  # With refork_max_surge the replacement comes first: it is ready while
+  # the worker over the limit still serves its request.
+  def test_with_a_surge_a_worker_over_the_limit_is_replaced_before_it_stops
+    serve("worker_memory_limit 40\nrefork_max_surge 1\nrefork_max_unavailable 0\n")
+    pid = @server.get("/")[/pid=(\d+)/, 1]
+    response = nil
+    @holder = Thread.new { response = @server.get("/grow?mb=64&hold") }
+    @server.wait_for(/worker 0 \(gen 0\), pid #{pid}: USS [\d.]+ MiB is over worker_memory_limit 40 MiB; its replacement is forked first/)
+    @server.wait_for(/worker 0 \(gen 0\), pid (?!#{pid})\d+ ready/)
+    assert Herd::ServerHarness.alive?(Integer(pid)), "still serving its request"
+    release_held_requests
+    @holder.join(10)
+    assert_match(/\AHTTP\/1\.1 200.*pid=#{pid} hog=64/m, response)
+    @server.wait_for(/worker 0 \(gen 0\), pid #{pid} exited with status 0/)
+    assert_equal 1, control_stats(@address)["counters"]["memory_limit_replacements"]
+  end
+
   def test_refork_when_sharing_eroded_reforks_and_says_why
     serve("refork_when shared_below: 0.5, uss_above: 1000\n")
     wait_for_stats(@address, what: "the worker measured") { |doc| doc["memory"]["workers_shared_ratio"] }

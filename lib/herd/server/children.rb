@@ -9,8 +9,9 @@ module Herd
     # `slot`: a worker's place on the scoreboard (not its number: during a
     # surge rollout two workers share a number). `replaces`: the older
     # worker a surge replacement stops once it is ready ({Rollout}).
+    # `killed`: why {Deadlines} sent it SIGKILL (:timeout, :spawn_timeout).
     Child = Struct.new(:role, :number, :generation, :pid, :link, :state, :spawned_at, :busy_since, :busy_with,
-      :requests, :fork_unsafe, :spawn_budget, :slot, :replaces, keyword_init: true) do
+      :requests, :fork_unsafe, :spawn_budget, :slot, :replaces, :killed, keyword_init: true) do
       def worker?
         role == :worker
       end

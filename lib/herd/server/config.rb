@@ -120,6 +120,13 @@ module Herd
         raise ConfigError, "config file #{where(e, path)}: #{e.class}: #{e.message}"
       end
 
+      # @return [Integer, nil] `prepare_heap nice:`, the priority of work
+      #   nothing waits on during a rollout (a mold's preparation, a surge
+      #   replacement's warm-up); nil when none was set
+      def heap_nice
+        @prepare_heap[:nice] if @prepare_heap.is_a?(Hash)
+      end
+
       # @return [Array<Listener::Spec>] the listeners to bind (the default when none given)
       def listeners
         @listen_specs.empty? ? [Listener::Spec.new(address: DEFAULT_LISTEN)] : @listen_specs

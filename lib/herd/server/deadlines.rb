@@ -55,11 +55,13 @@ module Herd
             @context.telemetry&.count(:timeouts)
             child.busy_since = nil
             child.state = :stopping
+            child.killed = :timeout
             @children.signal(child, :KILL)
           elsif child.state == :spawning && Clock.now - child.spawned_at > (child.spawn_budget || config.spawn_timeout)
             log("#{child} #{late(child)}; killing it")
             @context.telemetry&.count(:spawn_failures)
             child.state = :stopping
+            child.killed = :spawn_timeout
             child.pid ? @children.signal(child, :KILL) : yield(child)
           end
         end
@@ -69,6 +71,7 @@ module Herd
 
       def late(child)
         return "was not ready within spawn_timeout (#{config.spawn_timeout}s)" unless child.spawn_budget
+        return "was not ready within #{PREPARE_BUDGET} x spawn_timeout (#{child.spawn_budget}s; it warms up at a lower priority)" if child.worker?
 
         "did not finish preparing its heap within #{PREPARE_BUDGET} x spawn_timeout (#{child.spawn_budget}s)"
       end

@@ -30,7 +30,12 @@ module Herd
           @telemetry.count(:requests_retired, @workload.requests(child))
           info = WorkerInfo.new(number: child.number, generation: child.generation, pid: child.pid, requests: child.requests)
           @config.hooks.run(:after_worker_exit, @log, Monitor::ROLE, @context, info, status)
-          spawn_failed if child.state == :spawning && @state == :running
+          if @state == :running
+            # Killed by its spawn timeout, it was counted then; the pause
+            # before the next spawn grows as for a worker that died starting.
+            spawn_failed if child.state == :spawning
+            @recovery.worker_failed if child.killed == :spawn_timeout
+          end
         elsif @rollout.pending_mold?(child)
           @rollout.failed(child, describe(status)) if @state == :running
         elsif @state == :running && child.state != :stopping

@@ -106,11 +106,12 @@ module Herd
         ready = measured(report, @children.workers.select(&:ready?))
         @memory_policy.over_limit(ready).each do |measured|
           child = measured.child
-          child.state = :stopping
-          child.link.send_message([:stop])
+          how = @rollout.replace(child, spawn: @recovery.workers_due?) or next
+
           @telemetry.count(:memory_limit_replacements)
           @log.info(Monitor::ROLE, "#{child}: USS #{MemoryPolicy.mib(measured.sample.uss)} is over worker_memory_limit " \
-            "#{@config.worker_memory_limit} MiB; it finishes its request and is replaced")
+            "#{@config.worker_memory_limit} MiB; " +
+            ((how == :surge) ? "its replacement is forked first, then it finishes its request and exits" : "it finishes its request and is replaced"))
         end
       end
 

@@ -47,6 +47,9 @@ module Herd
         # index into refork_after, so a reload (or a mold booted again)
         # starts the schedule over and its cold workers are reforked soon.
         @reforks_since_boot = 0
+        # The generation of the last mold booted from config.ru: workers of
+        # older generations run the code loaded before it.
+        @booted_generation = 0
         @pending = nil
         @failures_by_candidate = Hash.new(0)
         @backoff = Backoff.new(base: 1.0, max: 30)
@@ -68,6 +71,7 @@ module Herd
       def fresh_generation
         @reforks_since_boot = 0
         @generation = (@children.any? ? (@newest += 1) : @newest)
+        @booted_generation = @generation
       end
 
       # @return [Boolean] whether a refork may be asked for now: none on its
@@ -127,6 +131,7 @@ module Herd
         @context.telemetry&.rollover_ended(mold.generation, :ready)
         @generation = mold.generation
         @reforks_since_boot = (@kind == :reload) ? 0 : @reforks_since_boot + 1
+        @booted_generation = mold.generation if @kind == :reload
         @next_refork_at = 0.0
         @backoff.reset if @kind == :reload
         log("mold (gen #{mold.generation}) ready; replacing older workers #{pace}")
@@ -185,7 +190,7 @@ module Herd
       # @param spawn [Boolean] whether workers may be spawned now (false
       #   while spawning fails: the recovery's pause)
       def roll_out(target, spawn: true)
-        mold = @children.molds.find { |child| child.ready? && child.generation == @generation }
+        mold = current_mold
         old = @children.workers.select { |child| child.generation < @generation }
         return if old.empty? || !mold
 
@@ -204,34 +209,64 @@ module Herd
         old = child.replaces or return
 
         child.replaces = nil
-        return unless @children.include?(old) && old.state == :ready
-
-        old.state = :stopping
-        old.link.send_message([:stop])
+        stop_worker(old) if @children.include?(old) && old.state == :ready
       end
 
+      # A worker to replace outside a rollout (over worker_memory_limit).
+      # With refork_max_surge, its replacement is forked first, within the
+      # surge budget (or at a later call), and it stops once that one is
+      # ready; without, it stops now and is replaced after.
+      # @param child [Child] a ready worker
+      # @param spawn [Boolean] whether workers may be spawned now
+      # @return [Symbol, nil] :surge, :stop, or nil when left for later
+      def replace(child, spawn:)
+        return nil if replacement_for(child)
+        return stop_worker(child) && :stop unless config.refork_max_surge.positive?
+
+        mold = current_mold
+        return nil unless spawn && mold && surge_room.positive?
+
+        @spawner.spawn_worker(child.number, @generation, mold, replaces: child) && :surge
+      end
+
+      # Only workers running the code of the last boot: after a HUP reload,
+      # a worker of the generation before it (still serving while the roll
+      # goes on) would fork a mold of the old code, and the roll would bring
+      # it back.
       # @return [Array<Child>] ready fork-safe workers, the warmest first
       #   (most requests served, fewest failed promotions)
       def promotion_candidates
-        @children.workers.select { |child| child.ready? && !child.fork_unsafe }
+        @children.workers.select { |child| child.ready? && !child.fork_unsafe && child.generation >= @booted_generation }
           .sort_by { |child| [@failures_by_candidate[child.pid], -@workload.requests(child)] }
       end
 
       private
 
       def surge(waiting, mold)
-        in_flight = @children.workers.count(&:replaces)
-        waiting.first([config.refork_max_surge - in_flight, 0].max).each do |child|
+        waiting.first(surge_room).each do |child|
           @spawner.spawn_worker(child.number, @generation, mold, replaces: child)
         end
       end
 
+      # How many replacements may be forked ahead now.
+      def surge_room
+        [config.refork_max_surge - @children.workers.count(&:replaces), 0].max
+      end
+
       def stop(waiting, target)
         serving = @children.workers.select { |child| child.ready? && child.number < target }.map(&:number).uniq.size
-        waiting.first([config.refork_max_unavailable - (target - serving), 0].max).each do |child|
-          child.state = :stopping
-          child.link.send_message([:stop])
-        end
+        waiting.first([config.refork_max_unavailable - (target - serving), 0].max).each { |child| stop_worker(child) }
+      end
+
+      # @return [true]
+      def stop_worker(child)
+        child.state = :stopping
+        child.link.send_message([:stop])
+        true
+      end
+
+      def current_mold
+        @children.molds.find { |child| child.ready? && child.generation == @generation }
       end
 
       def replacement_for(child)

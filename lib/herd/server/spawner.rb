@@ -2,6 +2,7 @@
 
 require_relative "../clock"
 require_relative "children"
+require_relative "deadlines"
 require_relative "forking"
 require_relative "link"
 require_relative "mold"
@@ -61,7 +62,7 @@ module Herd
         @workload.reset(slot)
         mine, theirs = Link.pair
         child = Child.new(role: :worker, number: number, generation: generation, link: mine, state: :spawning,
-          spawned_at: Clock.now, requests: 0, slot: slot, replaces: replaces)
+          spawned_at: Clock.now, requests: 0, slot: slot, replaces: replaces, spawn_budget: warm_up_budget(replaces))
         if mold
           sent = mold.link.send_message([:spawn_worker, number, generation, slot, !replaces.nil?], io: theirs.io)
           theirs.close
@@ -86,6 +87,14 @@ module Herd
       end
 
       private
+
+      # A surge replacement warms up at prepare_heap's nice value (Worker),
+      # and on a busy machine waits for the CPU the serving workers leave:
+      # it gets the time a mold's preparation gets.
+      def warm_up_budget(replaces)
+        config = @context.config
+        config.spawn_timeout * Deadlines::PREPARE_BUDGET if replaces && config.heap_nice&.positive?
+      end
 
       # A worker keeps its slot until it is reaped: a stopping one still
       # writes to it while it finishes its request.

@@ -111,8 +111,7 @@ module Herd
       end
 
       def warm_up_nice
-        option = config.prepare_heap
-        option[:nice] if @surge && option.is_a?(Hash)
+        config.heap_nice if @surge
       end
 
       # Signals are acted on between requests, like the monitor's messages.

@@ -32,9 +32,12 @@ module Herd
         [Clock.now - child.busy_since, child.busy_with] if child.busy_since
       end
 
+      # A stopping worker finishes the request it is on, within `timeout`
+      # too: one stuck there would hold its memory (and in a rollout, its
+      # place) until the server stops. One killed already is left alone.
       # @return [String, nil] the request line of a request past `timeout`
       def overdue(child, timeout)
-        return nil unless child.worker? && child.ready?
+        return nil if !child.worker? || child.killed || !(child.ready? || child.state == :stopping)
 
         elapsed, label = current(child)
         label if elapsed && elapsed > timeout
