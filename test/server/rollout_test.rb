@@ -67,4 +67,52 @@ class ServerRolloutTest < Herd::Test
     @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited with status 0/)
   end
+
+  HELD_SURGE = <<~RUBY
+    refork_max_surge 1
+    refork_max_unavailable 0
+    after_fork { |_server, worker| sleep 0.05 until File.exist?("go") if worker.generation >= 1 && worker.number == 1 }
+  RUBY
+
+  # Worker 1's replacement stays in its after_fork hook (no "go"): its old
+  # worker serves on.
+  def hold_the_second_replacement
+    serve(args: ["-w", "2"], config: HELD_SURGE)
+    @server.signal("USR2")
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited/)
+  end
+
+  # TTOU mid-surge retires the old worker and its replacement together. A
+  # worker that never said ready has served nothing, and one held in its
+  # start reads no message: it gets TERM.
+  def test_ttou_during_a_surge_retires_the_old_worker_and_its_replacement
+    hold_the_second_replacement
+    @server.signal("TTOU")
+    @server.wait_for(/worker 1 \(gen 0\), pid \d+ exited with status 0/)
+    @server.wait_for(/worker 1 \(gen 1\), pid \d+ exited with status 0/)
+    assert_match(/200/, @server.get("/").lines.first)
+    refute @server.lines.grep(/worker \d \(gen \d\), pid \d+ ready/).last.include?("worker 1"), @server.lines.join
+  end
+
+  # QUIT does not wait shutdown_timeout (30 s) for a worker held in its
+  # start: every process is gone within the harness's 20 s.
+  def test_quit_during_a_surge_stops_a_replacement_held_in_its_start
+    hold_the_second_replacement
+    @server.signal("QUIT")
+    assert @server.wait.success?, @server.lines.join
+    @server.wait_for(/worker 1 \(gen 1\), pid \d+ exited with status 0/)
+    assert_empty in_process_group(@server.pid)
+  end
+
+  # Live processes of process group `pgid` (a child the monitor lost would
+  # be reparented, no longer its descendant, but still in its group).
+  def in_process_group(pgid)
+    Dir.glob("/proc/[0-9]*/stat").select do |path|
+      fields = File.read(path).split(") ").last.split
+      fields[2].to_i == pgid && fields[0] != "Z"
+    rescue Errno::ENOENT, Errno::ESRCH
+      false
+    end
+  end
 end

@@ -187,8 +187,7 @@ module Herd
         @children.workers.each do |child|
           next if child.number < @target || child.state == :stopping
 
-          child.state = :stopping
-          child.link.send_message([:stop])
+          @children.stop(child)
           @log.info(ROLE, "#{child} asked to stop (workers: #{@target})")
         end
       end
@@ -224,7 +223,10 @@ module Herd
       # See Protocol::FROM_CHILD.
       def on_message(child, message)
         case message.first
-        when :hello then child.pid ||= message[1]
+        when :hello
+          child.pid ||= message[1]
+          # Asked to stop before it said hello: it never was ready (see Children#stop).
+          @children.signal(child, :TERM) if child.worker? && child.state == :stopping
         when :ready then on_ready(child)
         when :preparing then @deadlines.preparing(child)
         when :busy

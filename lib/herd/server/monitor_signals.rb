@@ -93,7 +93,7 @@ module Herd
         Systemd.notify("STOPPING=1")
         if how == :graceful
           @log.info(Monitor::ROLE, "#{signal}: graceful stop, waiting up to #{@config.shutdown_timeout}s for requests in flight")
-          @children.each { |child| child.link.send_message([:stop]) unless child.link.closed? }
+          @children.each { |child| @children.stop(child) }
           @deadlines.stop_within(@config.shutdown_timeout)
         else
           @log.info(Monitor::ROLE, "#{signal || "giving up"}: immediate stop")

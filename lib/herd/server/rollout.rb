@@ -138,8 +138,7 @@ module Herd
         @children.molds.each do |child|
           next if child.equal?(mold) || child.state == :stopping
 
-          child.state = :stopping
-          child.link.send_message([:stop])
+          @children.stop(child)
         end
       end
 
@@ -260,8 +259,7 @@ module Herd
 
       # @return [true]
       def stop_worker(child)
-        child.state = :stopping
-        child.link.send_message([:stop])
+        @children.stop(child)
         true
       end
 
