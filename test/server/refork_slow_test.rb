@@ -6,18 +6,10 @@ require "support/server_harness"
 # `rake test:slow`: a hundred reforks, and a refork that waits out
 # spawn_timeout and the back-off.
 class ServerReforkSlowTest < Herd::Test
+  include Herd::ServerTest
+
   def self.test_timeout
     300
-  end
-
-  def teardown
-    @server&.cleanup
-  end
-
-  def serve(**options)
-    @server = Herd::ServerHarness.new(**options)
-    @server.ready
-    @server
   end
 
   def test_descriptor_counts_stay_flat_across_100_reforks

@@ -5,18 +5,10 @@ require "herd/server"
 require "support/server_harness"
 
 class ServerReforkTest < Herd::Test
+  include Herd::ServerTest
+
   def self.test_timeout
     120
-  end
-
-  def teardown
-    @server&.cleanup
-  end
-
-  def serve(**options)
-    @server = Herd::ServerHarness.new(**options)
-    @server.ready
-    @server
   end
 
   def refork_to(generation, workers: 1)

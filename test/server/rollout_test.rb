@@ -7,18 +7,10 @@ require "support/server_harness"
 # What can happen while workers roll onto a new mold: a refork asked for
 # mid-roll, a replacement that never gets ready.
 class ServerRolloutTest < Herd::Test
+  include Herd::ServerTest
+
   def self.test_timeout
     120
-  end
-
-  def teardown
-    @server&.cleanup
-  end
-
-  def serve(**options)
-    @server = Herd::ServerHarness.new(**options)
-    @server.ready
-    @server
   end
 
   def go

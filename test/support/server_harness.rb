@@ -183,4 +183,19 @@ module Herd
       end
     end
   end
+
+  # For a test class that runs one server per test: `serve` starts it and
+  # waits until it is ready; teardown cleans it up.
+  module ServerTest
+    def teardown
+      @server&.cleanup
+      super
+    end
+
+    def serve(**options)
+      @server = ServerHarness.new(**options)
+      @server.ready
+      @server
+    end
+  end
 end
