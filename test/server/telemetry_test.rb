@@ -142,6 +142,15 @@ class StatsTest < Herd::Test
       stats["rollovers"].map { |r| r.values_at("kind", "reason", "from_generation", "generation", "outcome") }
   end
 
+  # refork_max_surge: a replacement starting next to the worker it takes over from.
+  def test_a_surge_replacement_names_the_worker_it_replaces
+    @children.workers.find { |child| child.state == :spawning }.replaces = @children.by_pid(103)
+    report = Herd::Memory::Report.new([row(100, 4, 2), row(101, 2, 20), row(102, 6, 18), row(103, 12, 12)], tree: true)
+    rows = JSON.parse(JSON.generate(stats(report)))["processes"]
+    assert_equal [103], rows.filter_map { |process| process["replaces"] }
+    assert_equal "starting", rows.find { |process| process["replaces"] }["state"]
+  end
+
   def test_metrics_are_valid_exposition_and_say_what_stats_say
     report = Herd::Memory::Report.new([row(100, 4, 2), row(101, 2, 20), row(102, 6, 18), row(103, 12, 12)], tree: true)
     families = Herd::PrometheusText.parse(Herd::Server::Metrics.new(stats(report)).to_s)

@@ -64,6 +64,8 @@ module Herd
           row["number"] = child.number
           row["requests"] = @workload.requests(child)
           row.update(worker_state(child))
+          # A surge replacement starting: the worker with its number it takes over from.
+          row["replaces"] = child.replaces.pid if child.replaces
         else
           row["state"] = (child.state == :spawning) ? "starting" : child.state.to_s
         end
