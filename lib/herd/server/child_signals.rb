@@ -12,7 +12,10 @@ module Herd
     # is to terminate, and TTIN/TTOU stop the process.
     #
     # - TERM, INT: leave now (stdout and stderr flushed, no at_exit hook).
-    # - QUIT: a graceful stop, seen between requests.
+    # - QUIT: a graceful stop, seen between requests. A worker that has not
+    #   said ready yet has nothing in flight, and may be held in its start
+    #   (an after_fork hook) where it reads neither signals nor messages:
+    #   there QUIT ends it at once (how the monitor stops one, Children#stop).
     # - USR1: reopen the log files, between requests.
     # - TTIN, TTOU, USR2, HUP, WINCH: the monitor's; noted, logged, ignored.
     # @api private
@@ -23,12 +26,22 @@ module Herd
       # @param log [Log]
       # @param role [String] how the log names this process
       # @param monitor_pid [Integer] named when a signal is ignored
-      def initialize(log, role, monitor_pid)
+      # @param starting [Boolean] a worker before it says ready (see {#serving!})
+      def initialize(log, role, monitor_pid, starting: false)
         @log = log
         @role = role
         @monitor_pid = monitor_pid
         IMMEDIATE.each { |name| trap(name) { ProcessExit.now(0) } }
         @queue = SignalQueue.new(QUEUED)
+        @starting = starting
+        return unless starting
+
+        queued = trap("QUIT") { @starting ? ProcessExit.now(0) : queued.call("QUIT") }
+      end
+
+      # The worker is about to say ready: QUIT waits for the end of a request from now on.
+      def serving!
+        @starting = false
       end
 
       # @return [IO] readable when a queued signal arrived

@@ -69,16 +69,17 @@ module Herd
         @all.find { |child| child.link&.io == io }
       end
 
-      # Asks a child to stop. It finishes what it is doing and exits, but a
-      # worker that never said ready has served nothing and may be stuck in
-      # its start (an after_fork hook), where it reads no message: TERM
-      # (it leaves at once, its output flushed). One that has not said
-      # hello yet gets it then ({Monitor}).
+      # Asks a child to stop. It finishes what it is doing and exits. A
+      # worker not ready yet may be held in its start (an after_fork hook),
+      # where it reads no message: it also gets QUIT, which ends a worker
+      # at once until it says ready and gracefully after (so a worker whose
+      # :ready is on its way is not cut off mid-request; ChildSignals). One
+      # that has not said hello yet gets it then ({Monitor}).
       def stop(child)
         starting = child.worker? && child.state == :spawning
         child.state = :stopping
         child.link.send_message([:stop]) unless child.link.closed?
-        signal(child, :TERM) if starting
+        signal(child, :QUIT) if starting
       end
 
       # Sends `signal` to a child that told us its pid; a child already gone is no error.

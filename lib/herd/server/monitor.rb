@@ -225,8 +225,8 @@ module Herd
         case message.first
         when :hello
           child.pid ||= message[1]
-          # Asked to stop before it said hello: it never was ready (see Children#stop).
-          @children.signal(child, :TERM) if child.worker? && child.state == :stopping
+          # Asked to stop before it said hello (see Children#stop).
+          @children.signal(child, :QUIT) if child.worker? && child.state == :stopping
         when :ready then on_ready(child)
         when :preparing then @deadlines.preparing(child)
         when :busy

@@ -55,7 +55,7 @@ module Herd
       def run(inherited_signals = nil)
         title
         adopted_by_monitor
-        @signals = ChildSignals.new(log, role, @context.monitor_pid)
+        @signals = ChildSignals.new(log, role, @context.monitor_pid, starting: true)
         inherited_signals&.close
         Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io, @signals.io)
         # First, so that the monitor can kill us if what follows hangs.
@@ -74,6 +74,7 @@ module Herd
         @gc = (OutOfBandGC.new(config.out_of_band_gc) if config.out_of_band_gc)
         @late_loads = LateLoads.new
         warm_up
+        @signals.serving!
         @link.send_message([:ready])
         @late_loads.excluding { hooks.run(:after_worker_ready, log, role, @context, @info) }
         serve
