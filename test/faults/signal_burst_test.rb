@@ -31,7 +31,18 @@ class FaultSignalBurstTest < Herd::Test
   end
 
   def test_a_burst_of_signals_to_the_monitor_leaves_it_serving_with_its_worker_count
-    serve
+    burst_to_the_monitor("burst of %d signals to the monitor")
+  end
+
+  # The same with surge rollouts: every USR2 and HUP forks replacements
+  # next to the workers they replace, while TTIN and TTOU move the target.
+  def test_a_burst_of_signals_during_surge_rollouts
+    burst_to_the_monitor("burst of %d signals to the monitor, refork_max_surge 1",
+      config: "refork_max_surge 1\nrefork_max_unavailable 0\n")
+  end
+
+  def burst_to_the_monitor(name, config: nil)
+    serve(config: config)
     burst = Array.new(40) { TO_MONITOR.sample(random: @random) }
     burst.each do |signal|
       @server.signal(signal)
@@ -46,7 +57,7 @@ class FaultSignalBurstTest < Herd::Test
     @load.wait_for_requests(10)
     assert_no_child_killed
     assert_usr1_reopens_the_access_log
-    finish("burst of #{burst.size} signals to the monitor (seed #{@seed})", signals: burst.tally.map { |name, count| "#{name}x#{count}" }.join(","))
+    finish("#{format(name, burst.size)} (seed #{@seed})", signals: burst.tally.map { |signal, count| "#{signal}x#{count}" }.join(","))
   end
 
   def test_signals_meant_for_the_monitor_neither_kill_nor_stop_a_worker_or_the_mold
@@ -93,8 +104,8 @@ class FaultSignalBurstTest < Herd::Test
 
   private
 
-  def serve
-    @server = Herd::ServerHarness.new(app: WORK_APP, args: ["-w", WORKERS.to_s, "--access-log", "access.log"])
+  def serve(config: nil)
+    @server = Herd::ServerHarness.new(app: WORK_APP, config: config, args: ["-w", WORKERS.to_s, "--access-log", "access.log"])
     @load = Herd::FaultLoad.new(port: @server.port, clients: 4, path: ->(id) { "/work/#{id}/#{[2, 10, 30][id % 3]}" }).start
     assert @load.wait_for_requests(10), "the load never got going; log:\n#{log_tail(@server)}"
   end
