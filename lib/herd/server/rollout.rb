@@ -208,7 +208,7 @@ module Herd
         old = child.replaces or return
 
         child.replaces = nil
-        stop_worker(old) if @children.include?(old) && old.state == :ready
+        @children.stop(old) if @children.include?(old) && old.state == :ready
       end
 
       # A worker to replace outside a rollout (over worker_memory_limit).
@@ -220,7 +220,10 @@ module Herd
       # @return [Symbol, nil] :surge, :stop, or nil when left for later
       def replace(child, spawn:)
         return nil if replacement_for(child)
-        return stop_worker(child) && :stop unless config.refork_max_surge.positive?
+        unless config.refork_max_surge.positive?
+          @children.stop(child)
+          return :stop
+        end
 
         mold = current_mold
         return nil unless spawn && mold && surge_room.positive?
@@ -254,13 +257,7 @@ module Herd
 
       def stop(waiting, target)
         serving = @children.workers.select { |child| child.ready? && child.number < target }.map(&:number).uniq.size
-        waiting.first([config.refork_max_unavailable - (target - serving), 0].max).each { |child| stop_worker(child) }
-      end
-
-      # @return [true]
-      def stop_worker(child)
-        @children.stop(child)
-        true
+        waiting.first([config.refork_max_unavailable - (target - serving), 0].max).each { |child| @children.stop(child) }
       end
 
       def current_mold
