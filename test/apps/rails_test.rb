@@ -19,6 +19,14 @@ class RailsAppTest < Herd::Test
       title: "Rails #{bundled_version("railties")} app under herd serve") { browse }
   end
 
+  # The same with surge rollouts: each replacement forked, and warmed up at
+  # nice 10, before the worker it replaces stops.
+  def test_a_rails_app_through_reforks_with_surge_rollouts
+    serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 3,
+      warmup: %w[/things /things/new /things.json], more_config: "refork_max_surge 1\nrefork_max_unavailable 0\nprepare_heap nice: 10\n",
+      title: "Rails #{bundled_version("railties")} app under herd serve, refork_max_surge 1") { browse }
+  end
+
   private
 
   # One visitor: the new-thing form, its POST, the redirect, the JSON; every

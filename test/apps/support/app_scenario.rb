@@ -70,8 +70,9 @@ module Herd
     # what the app loads on its first request, and says so), drive it
     # through `reforks` reforks and a few more visits on the last
     # generation, then check everything and report. The block is one visitor.
-    def serve_through_reforks(app:, env:, workers:, reforks:, title:, warmup:, &visit)
-      config = "workers #{workers}\nrefork_after [20, 40, 60]\nwarmup #{warmup.map(&:inspect).join(", ")}\n"
+    # @param more_config [String] more settings for herd.rb
+    def serve_through_reforks(app:, env:, workers:, reforks:, title:, warmup:, more_config: "", &visit)
+      config = "workers #{workers}\nrefork_after [20, 40, 60]\nwarmup #{warmup.map(&:inspect).join(", ")}\n#{more_config}"
       @server = Herd::AppServer.new(app: app, config: config, env: env)
       @iteration = 0
       generations = through_reforks(workers: workers, reforks: reforks, &visit)
