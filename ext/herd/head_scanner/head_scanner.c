@@ -224,6 +224,8 @@ static VALUE setup(VALUE self, VALUE request, VALUE method_strings, VALUE v11, V
   return Qnil;
 }
 
+void herd_init_field_lines(VALUE http); /* field_lines.c */
+
 void Init_head_scanner(void) {
   VALUE herd = rb_define_module("Herd");
   VALUE http = rb_define_module_under(herd, "HTTP");
@@ -231,4 +233,5 @@ void Init_head_scanner(void) {
   rb_define_singleton_method(scanner, "scan", scan, 2);
   rb_define_singleton_method(scanner, "setup", setup, 5);
   request_class = methods = version_11 = version_10 = empty_query = Qnil;
+  herd_init_field_lines(http);
 }

@@ -10,7 +10,12 @@ module Herd
     # then parses or refuses: the Ruby parser stays the reference, and every
     # refusal is its own.
     #
-    # `HERD_HEAD_SCANNER=0` (or false, no, off) parses every request in Ruby.
+    # The same extension checks and writes the common response headers
+    # (`FieldLines`, ext/herd/head_scanner/field_lines.c) in front of
+    # {ResponseHeaders}, the reference there.
+    #
+    # `HERD_HEAD_SCANNER=0` (or false, no, off) parses every request and
+    # checks every response's headers in Ruby.
     # @api private
     module HeadScanner
       ENV_SWITCH = "HERD_HEAD_SCANNER"
@@ -38,7 +43,9 @@ module Herd
       # @return [String] which parser reads request heads, for a boot log
       def self.describe(env = ENV)
         reason = unused_reason(env)
-        reason ? "request heads parsed in Ruby: #{reason}" : "request heads parsed by the C head scanner (the Ruby parser for the rest)"
+        return "request heads parsed and response headers checked in Ruby: #{reason}" if reason
+
+        "request heads parsed and response headers checked in C (Ruby for the rest)"
       end
     end
   end

@@ -3,6 +3,7 @@
 require "rack/version"
 require_relative "grammar"
 require_relative "errors"
+require_relative "head_scanner"
 
 module Herd
   module HTTP
@@ -29,6 +30,11 @@ module Herd
       # per response are checked every time once it is full.
       CHECKED_NAMES = {}
       CHECKED_NAMES_LIMIT = 512
+      # The C fast path ({FieldLines}, built with the head scanner and off
+      # with it): the common headers, set exactly as this class sets them,
+      # without a regex or a method call per header. It takes nothing it is
+      # unsure of, and this class serializes or refuses the rest.
+      FAST_PATH = (FieldLines if !HeadScanner.unused_reason && defined?(FieldLines))
 
       # @return [String] "name: value\r\n" lines
       attr_reader :lines
@@ -45,8 +51,11 @@ module Herd
 
       # @param headers [Hash] the application's headers
       # @param split_newlines [Boolean] Rack 2 behaviour (see {SPLIT_NEWLINES})
+      # @param fast_path [#fill, nil] {FAST_PATH}, or nil for Ruby alone
       # @raise [InvalidResponse]
-      def initialize(headers, split_newlines: SPLIT_NEWLINES)
+      def initialize(headers, split_newlines: SPLIT_NEWLINES, fast_path: FAST_PATH)
+        return if fast_path&.fill(self, headers) # no newline in its values: the same with split_newlines
+
         raise InvalidResponse, "headers are a #{headers.class}, not a Hash" unless headers.respond_to?(:each_pair)
 
         @split_newlines = split_newlines
