@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "shellwords"
 require "tmpdir"
 require_relative "support"
@@ -24,13 +25,31 @@ module HttpBench
 
   CONFIG = __dir__
 
-  # herd's lib/ and exe/ at git revision `ref`, in a new temporary directory.
+  # herd's lib/ and exe/ at git revision `ref`, in a new temporary directory,
+  # with that revision's C extension built into its lib/herd/ when it has
+  # one (as `rake compile` builds it in a checkout): without it, a baseline
+  # would parse every request in Ruby and not be the herd users ran.
   # @return [String] the directory
   def self.extract_herd(ref)
     dir = Dir.mktmpdir("herd-#{ref}")
     ok = system("git archive #{ref.shellescape} lib exe | tar -x -C #{dir.shellescape}", chdir: ROOT)
     abort "bench/http: cannot extract herd at #{ref} (git archive failed)" unless ok
+    build_extension(ref, dir)
     dir
+  end
+
+  def self.build_extension(ref, dir)
+    source = "ext/herd/head_scanner"
+    return unless system("git cat-file -e #{ref.shellescape}:#{source}/extconf.rb", chdir: ROOT, err: File::NULL)
+
+    build = File.join(dir, "build")
+    FileUtils.mkdir_p(build)
+    ok = system("git archive #{ref.shellescape} ext | tar -x -C #{dir.shellescape}", chdir: ROOT) &&
+      system(RbConfig.ruby, File.join(dir, source, "extconf.rb"), chdir: build, out: File::NULL) &&
+      system("make", "-s", chdir: build, out: File::NULL)
+    built = Dir[File.join(build, "head_scanner.*")].find { |path| path.end_with?(".#{RbConfig::CONFIG["DLEXT"]}") }
+    abort "bench/http: cannot build herd's C extension at #{ref}" unless ok && built
+    FileUtils.cp(built, File.join(dir, "lib", "herd"))
   end
 
   # herd as extracted by {extract_herd}, run with the same bundle.

@@ -59,18 +59,25 @@ module Herd
       @address[slot * SLOT, SLOT] = [value].pack("q")
     end
 
-    # Writes a signed 64-bit number at byte `offset`, packed into a reused
-    # buffer (a server worker does it four times per request). Not
-    # thread-safe: one buffer per mapping, for a process's one writing thread.
+    # Writes a signed 64-bit number at byte `offset`.
     # @param offset [Integer]
     # @param value [Integer]
     def write_int(offset, value)
-      scratch = (@scratch ||= String.new(capacity: SLOT, encoding: Encoding::BINARY))
-      scratch.clear
-      values = (@one_value ||= [0]) # reused too: no Array per write
+      values = (@one_value ||= [0]) # reused: no Array per write
       values[0] = value
-      values.pack("q", buffer: scratch)
-      @address[offset, SLOT] = scratch
+      write_ints(offset, values)
+    end
+
+    # Writes signed 64-bit numbers one after the other from byte `offset`,
+    # in one copy, packed into a reused buffer (a server worker writes three
+    # times per request). Not thread-safe: one buffer per mapping, for a
+    # process's one writing thread.
+    # @param offset [Integer]
+    # @param values [Array<Integer>]
+    def write_ints(offset, values)
+      scratch = (@scratch ||= String.new(capacity: 8 * SLOT, encoding: Encoding::BINARY))
+      values.pack("q*", buffer: scratch.clear)
+      @address[offset, scratch.bytesize] = scratch
     end
 
     # @return [String] `length` raw bytes at byte `offset`

@@ -15,6 +15,8 @@ class SharedMemoryTest < Herd::Test
     pid = fork { memory.write_int(16, 42) && exit!(0) }
     Process.wait(pid)
     assert_equal 42, memory[2]
+    memory.write_ints(8, [7, -8])
+    assert_equal [7, -8], [memory[1], memory[2]]
   ensure
     memory&.free
   end
@@ -36,6 +38,16 @@ class ScoreboardTest < Herd::Test
     @board.idle(1, 17)
     assert_nil @board.current(1)
     assert_equal 17, @board.requests(1)
+  end
+
+  def test_a_shorter_label_after_a_longer_one_is_read_whole_and_alone
+    @board.busy(1, "POST", "/" + "y" * 1000)
+    @board.idle(1, 1)
+    @board.busy(1, "GET", "/")
+    assert_equal "GET /", @board.current(1).last
+    @board.idle(1, 2)
+    assert_equal 2, @board.requests(1)
+    assert_nil @board.current(1)
   end
 
   def test_a_long_target_is_cut_to_the_slot

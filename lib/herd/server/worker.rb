@@ -169,7 +169,7 @@ module Herd
           reader = HTTP::SocketReader.new(client, @read_timeout)
           if reader.head_decided?(@max_request_line, @max_header_bytes)
             serve_client(client, remote, listener, reader)
-            read_link_now_and_then
+            now_and_then
           else
             hold(PendingConnections::Pending.new(client, remote, listener, reader))
           end
@@ -196,18 +196,22 @@ module Herd
 
       def serve_pending(pending)
         serve_client(pending.client, pending.remote, pending.listener, pending.reader)
-        read_link_now_and_then
+        now_and_then
       end
 
-      # A stop must be seen between requests, but a recvmsg per request is a
-      # syscall for nothing under load: look every 100 ms.
-      def read_link_now_and_then
+      # Between requests under load, every 100 ms at most, with one clock
+      # read per request: the monitor's messages and the signals (a stop
+      # must be seen between requests, but a recvmsg per request is a
+      # syscall for nothing), and once a second the title (`ps` shows the
+      # request count).
+      def now_and_then
         now = Clock.now
-        return if @link_read_at && now - @link_read_at < 0.1
+        return if @looked_at && now - @looked_at < 0.1
 
-        @link_read_at = now
+        @looked_at = now
         read_link
         handle_signals
+        title_now_and_then(now)
       end
 
       def serve_client(client, remote, listener, reader)
@@ -215,7 +219,6 @@ module Herd
           server_port: listener.port_string, url_scheme: "http", on_request: @on_request, reader: reader)
         @info.requests += 1
         report_idle
-        title_now_and_then
         @access_log&.record(remote, exchange)
         hooks.run(:after_request_complete, log, role, @context, @info, exchange) if @request_hooks
         @gc&.between_requests
@@ -243,9 +246,7 @@ module Herd
         @link.send_message([:idle, @info.requests])
       end
 
-      # `ps` shows the request count; once a second is enough.
-      def title_now_and_then
-        now = Clock.now
+      def title_now_and_then(now)
         return if @titled_at && now - @titled_at < 1
 
         @titled_at = now
