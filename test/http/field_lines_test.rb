@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "open3"
+require "stringio"
 require "rack/headers"
 require "herd/http"
 
@@ -97,6 +98,62 @@ class FieldLinesTest < Herd::Test
     assert_operator outcomes[:filled], :>, 300, outcomes.inspect
     assert_operator outcomes[:left], :>, 100, outcomes.inspect
     assert_operator outcomes[:refused], :>, 100, outcomes.inspect
+  end
+
+  STATUSES = [[200, 201, 404, 500, 302], [204, 304, 101, 199, 999, 1000, "200", 200.0]].freeze
+  PARTS = [["Hello, world!\n", "", "<p>x</p>", "caf\u00e9", "x" * 100], ["\xff\xfe".b, "caf\u00e9".b, "x" * 9000, 7, nil, :sym]].freeze
+
+  # What a writer sends: the bytes, and what it reports after.
+  def written(status, headers, body, fast_path:, head_request: false)
+    io = StringIO.new(+"".b)
+    writer = Herd::HTTP::ResponseWriter.new(io, head_request: head_request, fast_path: fast_path)
+    quietly { writer.write(status, headers, body) }
+    [io.string.b, writer.bytes_sent, writer.status, writer.committed?]
+  rescue Herd::HTTP::InvalidResponse, Encoding::CompatibilityError => e
+    [e.class, io.string.b]
+  end
+
+  def body(random)
+    case random.rand(12)
+    when 0 then Class.new(Array).new([pick(PARTS, random)])
+    when 1 then [pick(PARTS, random)].tap { |parts| parts.define_singleton_method(:to_path) { "/etc/hostname" } }
+    when 2 then Array.new(65) { "x" }
+    when 3 then pick(PARTS, random)
+    else Array.new(random.rand(0..4)) { pick(PARTS, random) }
+    end
+  end
+
+  def test_fuzzed_responses_are_written_in_c_exactly_as_in_ruby_or_left_to_it
+    random = Random.new(Integer(ENV.fetch("HERD_FUZZ_SEED", "20261124")))
+    outcomes = Hash.new(0)
+    Herd::HTTP::HTTPDate.stub(:now, "Sun, 06 Nov 1994 08:49:37 GMT") do
+      2000.times do
+        status = pick(STATUSES, random)
+        headers = Array.new(random.rand(0..4)) { [pick(NAMES, random), pick(VALUES, random)] }.to_h
+        body = body(random)
+        head_request = random.rand(8).zero?
+        reference = written(status, headers, body, fast_path: nil, head_request: head_request)
+        assert_equal reference, written(status, headers, body, fast_path: FIELD_LINES, head_request: head_request),
+          [status, headers, body, head_request].inspect
+        taken = status.is_a?(Integer) && !head_request && FIELD_LINES.response(+"", status, headers, body, "")
+        outcomes[taken ? :c : :ruby] += 1
+      end
+    end
+    warn outcomes.inspect if ENV["HERD_FUZZ_VERBOSE"]
+    assert_operator outcomes[:c], :>, 200, outcomes.inspect
+    assert_operator outcomes[:ruby], :>, 200, outcomes.inspect
+  end
+
+  def test_a_plain_response_is_one_string_in_one_write
+    io = StringIO.new(+"".b)
+    writes = 0
+    io.define_singleton_method(:write) { |*strings| writes += 1 and super(*strings) }
+    writer = Herd::HTTP::ResponseWriter.new(io)
+    writer.write(200, {"content-type" => "text/plain"}, ["Hello, ", "world!\n"])
+    assert_equal 1, writes
+    assert_match(/\AHTTP\/1.1 200 OK\r\ncontent-type: text\/plain\r\ncontent-length: 14\r\ndate: .+\r\nconnection: close\r\n\r\nHello, world!\n\z/, io.string)
+    assert_equal 14, writer.bytes_sent
+    assert_equal 200, writer.status
   end
 
   def test_the_switch_leaves_every_response_to_the_ruby_code

@@ -25,6 +25,7 @@
 #include <ruby/encoding.h>
 #include <string.h>
 #include <strings.h>
+#include <stdio.h>
 
 void herd_init_field_lines(VALUE http);
 
@@ -99,30 +100,88 @@ refuse:
   return ST_STOP;
 }
 
+/* The headers' fields into `fields`; 0 when they are not all in the subset. */
+static int collect(VALUE headers, struct fields *fields) {
+  if (!RB_TYPE_P(headers, T_HASH)) return 0;
+  VALUE klass = rb_obj_class(headers);
+  if (klass != rb_cHash && !rb_method_basic_definition_p(klass, id_each_pair)) return 0;
+
+  fields->lines = rb_enc_associate(rb_str_buf_new(128), rb_utf8_encoding());
+  fields->content_length = -1;
+  fields->transfer_encoding = fields->date = fields->refused = 0;
+  rb_hash_foreach(headers, add_field, (VALUE)fields);
+  return !fields->refused;
+}
+
 /* Herd::HTTP::FieldLines.fill(response_headers, headers)
  * @return [Boolean] true: @lines, @content_length, @transfer_encoding and
  *   @date of response_headers are set as the Ruby code sets them; false:
  *   nothing was set, ask the Ruby code */
 static VALUE fill(VALUE self, VALUE target, VALUE headers) {
-  if (!RB_TYPE_P(headers, T_HASH)) return Qfalse;
-  VALUE klass = rb_obj_class(headers);
-  if (klass != rb_cHash && !rb_method_basic_definition_p(klass, id_each_pair)) return Qfalse;
-
-  struct fields fields = {rb_enc_associate(rb_str_buf_new(128), rb_utf8_encoding()), -1, 0, 0, 0};
-  rb_hash_foreach(headers, add_field, (VALUE)&fields);
-  RB_GC_GUARD(fields.lines);
-  if (fields.refused) return Qfalse;
+  struct fields fields;
+  if (!collect(headers, &fields)) return Qfalse;
 
   rb_ivar_set(target, iv_lines, fields.lines);
   rb_ivar_set(target, iv_content_length, fields.content_length < 0 ? Qnil : LONG2NUM(fields.content_length));
   rb_ivar_set(target, iv_transfer_encoding, fields.transfer_encoding ? Qtrue : Qfalse);
   rb_ivar_set(target, iv_date, fields.date ? Qtrue : Qfalse);
+  RB_GC_GUARD(fields.lines);
   return Qtrue;
+}
+
+/* Herd::HTTP::FieldLines.response(head, status, headers, body, closing)
+ * The whole response ResponseWriter#write sends for a plain one: a status
+ * with a body (200 to 999 but 204 and 304), headers in the subset, and an
+ * Array (no subclass, no singleton) of at most MAX_PARTS Strings of at most
+ * MAX_BODY bytes in all. Appended to `head` (the status line): the field
+ * lines, content-length when the application gave neither it nor
+ * transfer-encoding, `closing` ("date: ...\r\nconnection: close\r\n\r\n"), or
+ * only its connection line when the application gave a date, then the body.
+ * @return [Integer, nil] the body's bytes; nil: ask the Ruby code (`head` may
+ *   have been written to) */
+#define MAX_PARTS 64
+#define MAX_BODY (8 * 1024)
+static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE body, VALUE closing) {
+  if (!FIXNUM_P(status) || !RB_TYPE_P(head, T_STRING) || !RB_TYPE_P(closing, T_STRING)) return Qnil;
+  rb_check_frozen(head);
+  long code = FIX2LONG(status);
+  if (code < 200 || code > 999 || code == 204 || code == 304) return Qnil;
+  if (RB_SPECIAL_CONST_P(body) || RBASIC_CLASS(body) != rb_cArray) return Qnil;
+  long parts = RARRAY_LEN(body), length = 0;
+  if (parts > MAX_PARTS) return Qnil;
+  for (long i = 0; i < parts; i++) {
+    VALUE part = RARRAY_AREF(body, i);
+    if (!RB_TYPE_P(part, T_STRING)) return Qnil;
+    length += RSTRING_LEN(part);
+    if (length > MAX_BODY) return Qnil;
+  }
+  struct fields fields;
+  if (!collect(headers, &fields)) return Qnil;
+
+  rb_str_buf_append(head, fields.lines);
+  if (fields.content_length < 0 && !fields.transfer_encoding) {
+    char framing[48];
+    int n = snprintf(framing, sizeof(framing), "content-length: %ld\r\n", length);
+    rb_str_buf_cat(head, framing, n);
+  }
+  if (fields.date) {
+    rb_str_buf_cat(head, "connection: close\r\n\r\n", 21);
+  } else {
+    rb_str_buf_append(head, closing);
+  }
+  for (long i = 0; i < parts; i++) {
+    VALUE part = RARRAY_AREF(body, i);
+    rb_str_buf_cat(head, RSTRING_PTR(part), RSTRING_LEN(part));
+  }
+  rb_enc_associate(head, rb_ascii8bit_encoding()); /* bytes for the socket, whatever the parts' encodings */
+  RB_GC_GUARD(fields.lines);
+  return LONG2NUM(length);
 }
 
 void herd_init_field_lines(VALUE http) {
   VALUE module = rb_define_module_under(http, "FieldLines");
   rb_define_singleton_method(module, "fill", fill, 2);
+  rb_define_singleton_method(module, "response", response, 5);
   id_each_pair = rb_intern("each_pair");
   iv_lines = rb_intern("@lines");
   iv_content_length = rb_intern("@content_length");

@@ -225,6 +225,7 @@ static VALUE setup(VALUE self, VALUE request, VALUE method_strings, VALUE v11, V
 }
 
 void herd_init_field_lines(VALUE http); /* field_lines.c */
+void herd_init_tcp_accept(VALUE herd);  /* accept.c */
 
 void Init_head_scanner(void) {
   VALUE herd = rb_define_module("Herd");
@@ -234,4 +235,5 @@ void Init_head_scanner(void) {
   rb_define_singleton_method(scanner, "setup", setup, 5);
   request_class = methods = version_11 = version_10 = empty_query = Qnil;
   herd_init_field_lines(http);
+  herd_init_tcp_accept(herd);
 }

@@ -43,8 +43,10 @@ module Herd
       # @param io [IO] the client socket
       # @param http11 [Boolean] whether the client speaks HTTP/1.1 (chunked responses)
       # @param head_request [Boolean] whether the request was HEAD (no body)
-      def initialize(io, http11: true, head_request: false)
+      # @param fast_path [#response, nil] {ResponseHeaders::FAST_PATH}, or nil for Ruby alone
+      def initialize(io, http11: true, head_request: false, fast_path: ResponseHeaders::FAST_PATH)
         @io = io
+        @fast_path = fast_path
         @http11 = http11
         @head_request = head_request
         @bytes_sent = 0
@@ -119,6 +121,7 @@ module Herd
       # @raise [Exception] whatever the body raises while iterated
       def write(status, headers, body)
         raise InvalidResponse, "status #{status.inspect} is not an Integer in 100..999" unless status.is_a?(Integer) && status.between?(100, 999)
+        return if write_plain(status, headers, body)
 
         fields = ResponseHeaders.new(headers)
         if fields.hijack
@@ -134,6 +137,21 @@ module Herd
       end
 
       private
+
+      # The usual response (a small Array body, common headers, not HEAD)
+      # put together in C ({FieldLines}.response): the very bytes the Ruby
+      # code below would write, in one write, without its dozens of calls.
+      # @return [Boolean] false: not such a response, nothing was written
+      def write_plain(status, headers, body)
+        return false if @head_request || !@fast_path
+
+        head = STATUS_LINES[status].dup
+        length = @fast_path.response(head, status, headers, body, HTTPDate.closing_lines) or return false
+        commit(status)
+        write_one(head)
+        @bytes_sent += length
+        true
+      end
 
       # The application framed the body itself (content-length or transfer-encoding).
       def write_as_is(status, fields, body)

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "socket"
+require "io/nonblock"
 
 module Herd
   module Server
@@ -143,10 +144,27 @@ module Herd
       # @return [String] SERVER_PORT as the Rack env has it, made once
       attr_reader :port_string
 
+      # In a worker, before its first accept: a TCP listener takes its
+      # connections through `c_accept` ({TCPAccept}, herd's C extension),
+      # which saves the fcntl Ruby's accept_nonblock makes on every call
+      # and the getpeername for REMOTE_ADDR. The listener is made
+      # non-blocking for it, as Ruby's accept_nonblock makes it on its first
+      # call.
+      # @param c_accept [#accept, nil] nil: Ruby's accept_nonblock
+      def accept_with(c_accept)
+        return if @unix || c_accept.nil?
+
+        @socket.nonblock = true
+        @fileno = @socket.fileno
+        @c_accept = c_accept
+      end
+
       # @return [Array(BasicSocket, String), nil] the client and its address
       #   for REMOTE_ADDR ("127.0.0.1" on a UNIX socket, nil if the client is
       #   already gone); nil when another worker won the race
       def accept
+        return @c_accept.accept(@fileno, TCPSocket) if @c_accept
+
         client = @acceptor.accept_nonblock(exception: false)
         (client == :wait_readable) ? nil : [client, remote_addr(client)]
       rescue Errno::ECONNABORTED, Errno::EPROTO, Errno::EINTR

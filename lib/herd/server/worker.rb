@@ -64,6 +64,8 @@ module Herd
         hooks.run(:after_fork, log, role, @context, @info)
         options = HTTP::Options.new(**config.http_options)
         @handler = HTTP::Handler.new(@app, options)
+        c_accept = (TCPAccept if defined?(TCPAccept) && !HTTP::HeadScanner.unused_reason)
+        @listeners.each { |listener| listener.accept_with(c_accept) }
         @pending = PendingConnections.new(options.max_pending_heads)
         @read_timeout = options.read_timeout
         @max_request_line = options.max_request_line
