@@ -80,6 +80,12 @@ module Herd
       @address[offset, scratch.bytesize] = scratch
     end
 
+    # @return [Integer] where the mapping starts, for C code that writes to
+    #   it (Server::ScoreboardSlots); 0 once freed
+    def address
+      @address.to_i
+    end
+
     # @return [String] `length` raw bytes at byte `offset`
     def read(offset, length)
       @address[offset, length]

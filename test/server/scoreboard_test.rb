@@ -57,3 +57,51 @@ class ScoreboardTest < Herd::Test
     assert label.start_with?("POST /xxx")
   end
 end
+
+# The scoreboard's writes in C (ScoreboardSlots) against Ruby's: the same
+# bytes in the slot, read back the same by the monitor's side.
+class ScoreboardSlotsTest < Herd::Test
+  def setup
+    require "herd/http"
+    skip "herd's C extension is not built (`rake compile`)" unless defined?(Herd::Server::ScoreboardSlots)
+    @ruby = Herd::Server::Scoreboard.allocate(2)
+    skip "no shared memory here" unless @ruby
+    @c = Herd::Server::Scoreboard.allocate(2)
+    @c.write_with(Herd::Server::ScoreboardSlots)
+  end
+
+  def teardown
+    [@ruby, @c].each { |board| board&.instance_variable_get(:@memory)&.free }
+  end
+
+  def slot(board, number, from, length)
+    board.instance_variable_get(:@memory).read(number * Herd::Server::Scoreboard::SLOT_BYTES + from, length)
+  end
+
+  def test_they_write_the_same_bytes
+    targets = ["/", "/orders?page=2", "/caf\u00e9".b, "/" + "x" * 226, "/" + "x" * 227, "/" + "x" * 228, "/" + "y" * 1000]
+    [@ruby, @c].each { |board| board.busy(1, "POST", "/" + "z" * 500) } # a longer label before
+    targets.each_with_index do |target, index|
+      [@ruby, @c].each { |board| board.busy(1, "GET", target) }
+      label_room = Herd::Server::Scoreboard::SLOT_BYTES - Herd::Server::Scoreboard::LABEL_OFFSET
+      assert_equal slot(@ruby, 1, 24, label_room), slot(@c, 1, 24, label_room), target
+      assert_equal @ruby.current(1).last, @c.current(1).last
+      assert_operator @c.current(1).first, :>=, 0
+      [@ruby, @c].each { |board| board.idle(1, index + 7) }
+      assert_equal slot(@ruby, 1, 0, 16), slot(@c, 1, 0, 16)
+      assert_nil @c.current(1)
+      assert_equal index + 7, @c.requests(1)
+    end
+  end
+
+  def test_a_layout_it_does_not_write_keeps_the_writes_in_ruby
+    other = Object.new
+    def other.layout = [512, 8, 24, 488]
+    board = Herd::Server::Scoreboard.allocate(1)
+    board.write_with(other)
+    board.busy(0, "GET", "/")
+    assert_equal "GET /", board.current(0).last
+  ensure
+    board&.instance_variable_get(:@memory)&.free
+  end
+end

@@ -41,6 +41,18 @@ module Herd
         number < @slots
       end
 
+      # Worker side, before its first request: the two writes per request
+      # through herd's C extension ({ScoreboardSlots}: plain stores instead
+      # of some 25 method calls), when it is built, not switched off, and
+      # writes this very layout.
+      # @param c_slots [#busy, #idle, #layout, nil] nil: the writes in Ruby
+      def write_with(c_slots)
+        return unless c_slots && c_slots.layout == [SLOT_BYTES, REQUESTS_OFFSET, LABEL_OFFSET, LABEL_MAX]
+
+        @c_address = @memory.address
+        @c_slots = c_slots
+      end
+
       # Monitor side, before spawning the worker that will own the slot.
       def reset(number)
         @memory.write(number * SLOT_BYTES, "\0" * LABEL_OFFSET)
@@ -52,6 +64,8 @@ module Herd
       # only once the start time is set. Two writes per request, one when
       # it ends: the fewer calls, the less a request costs.
       def busy(number, method, target)
+        return @c_slots.busy(@c_address, number * SLOT_BYTES, method, target) if @c_slots
+
         base = number * SLOT_BYTES
         label = (@label ||= String.new(capacity: LABEL_MAX + 16, encoding: Encoding::BINARY))
         label.clear.force_encoding(Encoding::BINARY) << method << " " << target << LABEL_END
@@ -64,6 +78,8 @@ module Herd
 
       # Worker side: the request is done (start time 0 and the count, in one write).
       def idle(number, requests)
+        return @c_slots.idle(@c_address, number * SLOT_BYTES, requests) if @c_slots
+
         values = (@idle_values ||= [0, 0])
         values[1] = requests
         @memory.write_ints(number * SLOT_BYTES, values)

@@ -64,8 +64,7 @@ module Herd
         hooks.run(:after_fork, log, role, @context, @info)
         options = HTTP::Options.new(**config.http_options)
         @handler = HTTP::Handler.new(@app, options)
-        c_accept = (TCPAccept if defined?(TCPAccept) && !HTTP::HeadScanner.unused_reason)
-        @listeners.each { |listener| listener.accept_with(c_accept) }
+        use_c_extension
         @pending = PendingConnections.new(options.max_pending_heads)
         @read_timeout = options.read_timeout
         @max_request_line = options.max_request_line
@@ -93,6 +92,15 @@ module Herd
       end
 
       private
+
+      # herd's C extension, when built and not switched off
+      # (HERD_HEAD_SCANNER=0): accept on TCP listeners, the scoreboard's
+      # writes (the HTTP layer uses its own parts by itself).
+      def use_c_extension
+        c_extension = HTTP::HeadScanner.unused_reason.nil?
+        @listeners.each { |listener| listener.accept_with(TCPAccept) } if c_extension && defined?(TCPAccept)
+        @scoreboard&.write_with(ScoreboardSlots) if c_extension && defined?(ScoreboardSlots)
+      end
 
       def adopted_by_monitor
         Forking.await_adoption(@context.monitor_pid, config.spawn_timeout)
