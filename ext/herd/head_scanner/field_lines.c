@@ -100,13 +100,14 @@ refuse:
   return ST_STOP;
 }
 
-/* The headers' fields into `fields`; 0 when they are not all in the subset. */
-static int collect(VALUE headers, struct fields *fields) {
+/* The headers' fields into `fields`, their lines appended to `lines`; 0
+ * when they are not all in the subset. */
+static int collect(VALUE headers, VALUE lines, struct fields *fields) {
   if (!RB_TYPE_P(headers, T_HASH)) return 0;
   VALUE klass = rb_obj_class(headers);
   if (klass != rb_cHash && !rb_method_basic_definition_p(klass, id_each_pair)) return 0;
 
-  fields->lines = rb_enc_associate(rb_str_buf_new(128), rb_utf8_encoding());
+  fields->lines = lines;
   fields->content_length = -1;
   fields->transfer_encoding = fields->date = fields->refused = 0;
   rb_hash_foreach(headers, add_field, (VALUE)fields);
@@ -119,7 +120,7 @@ static int collect(VALUE headers, struct fields *fields) {
  *   nothing was set, ask the Ruby code */
 static VALUE fill(VALUE self, VALUE target, VALUE headers) {
   struct fields fields;
-  if (!collect(headers, &fields)) return Qfalse;
+  if (!collect(headers, rb_enc_associate(rb_str_buf_new(128), rb_utf8_encoding()), &fields)) return Qfalse;
 
   rb_ivar_set(target, iv_lines, fields.lines);
   rb_ivar_set(target, iv_content_length, fields.content_length < 0 ? Qnil : LONG2NUM(fields.content_length));
@@ -156,9 +157,9 @@ static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE
     if (length > MAX_BODY) return Qnil;
   }
   struct fields fields;
-  if (!collect(headers, &fields)) return Qnil;
+  rb_str_modify_expand(head, 256 + length); /* one allocation for the usual response */
+  if (!collect(headers, head, &fields)) return Qnil;
 
-  rb_str_buf_append(head, fields.lines);
   if (fields.content_length < 0 && !fields.transfer_encoding) {
     char framing[48];
     int n = snprintf(framing, sizeof(framing), "content-length: %ld\r\n", length);

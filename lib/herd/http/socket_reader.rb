@@ -256,7 +256,9 @@ module Herd
 
       def append(data)
         @received = true
-        @buffer.empty? ? (@buffer = String.new(data, capacity: data.bytesize)) : @buffer << data
+        # A copy of its own (scratch is read into again), made without the
+        # Hash that a `capacity:` keyword costs.
+        @buffer.empty? ? (@buffer = EMPTY.b << data) : @buffer << data
       end
 
       # After a read: whether what is buffered can be refused already.

@@ -188,7 +188,7 @@ module Herd
       def finish_connection
         return if @exchange.hijacked
 
-        close_quietly(@input)
+        close_quietly(@input) if @input
         close_quietly(@client)
       end
 
