@@ -85,6 +85,17 @@ class FieldLinesTest < Herd::Test
     refute FIELD_LINES.fill(Herd::HTTP::ResponseHeaders.allocate, headers)
     assert_equal "x-custom: yes\r\n", Herd::HTTP::ResponseHeaders.new(headers).lines
     assert FIELD_LINES.fill(Herd::HTTP::ResponseHeaders.allocate, Rack::Headers.new.merge!("content-type" => "text/plain"))
+
+    plain = {"x-a" => "1"}
+    def plain.each_pair = yield("x-b", "2")
+    refute FIELD_LINES.fill(Herd::HTTP::ResponseHeaders.allocate, plain)
+    assert_equal "x-b: 2\r\n", Herd::HTTP::ResponseHeaders.new(plain).lines
+  end
+
+  def test_a_body_part_of_a_string_subclass_is_left_to_the_ruby_code
+    part = Class.new(String) { def bytesize = 99 }.new("abc")
+    refute FIELD_LINES.response(+"", 200, {}, [part], "")
+    assert_equal [nil, 99], [FIELD_LINES.response(+"", 200, {}, [+"abc"], "") && nil, written(200, {}, [part], fast_path: FIELD_LINES)[1]]
   end
 
   def test_fuzzed_headers_are_filled_exactly_as_the_ruby_code_fills_them_or_left_to_it

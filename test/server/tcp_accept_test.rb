@@ -65,26 +65,46 @@ class TCPAcceptTest < Herd::Test
     server&.close
   end
 
-  # A listener someone made blocking costs a wait, not a process that holds
-  # the GVL: other threads run, and the wait can be interrupted.
-  def test_a_blocking_listener_waits_without_the_gvl_and_can_be_interrupted
-    @server.nonblock = false
-    waiting = Thread.new { c_accept }
-    in_accept(waiting)
-    connect # the GVL is free, or this line would never run
-    socket, address = waiting.value
-    assert_kind_of TCPSocket, socket
-    assert_equal "127.0.0.1", address
-
-    stuck = Thread.new { c_accept }
-    in_accept(stuck)
-    stuck.kill
-    assert stuck.join(5), "the thread in accept could not be killed"
+  # An exception that comes while accept is called (Thread#raise, a
+  # signal's handler) must not lose a descriptor accept4 returned.
+  def test_an_interrupt_right_after_accept_loses_no_descriptor
+    interrupt = Class.new(StandardError)
+    sockets_before = open_sockets
+    connections = 200
+    connections.times { connect }
+    accepted = []
+    stop = false
+    ready = false
+    taker = Thread.new do
+      Thread.handle_interrupt(interrupt => :never) do
+        ready = true
+        until stop
+          begin
+            Thread.handle_interrupt(interrupt => :immediate) { c_accept&.then { accepted << _1.first } }
+          rescue interrupt
+            nil
+          end
+        end
+      end
+    end
+    Thread.pass until ready
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 5
+    while accepted.size < connections && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+      taker.raise(interrupt)
+      Thread.pass
+    end
+    stop = true
+    taker.join(5)
+    [*@clients, *accepted].each { |io| io.close unless io.closed? }
+    @clients.clear
+    assert_equal sockets_before, open_sockets, "every accepted descriptor was wrapped and closed"
   end
 
   def test_a_worker_listener_takes_connections_through_it_and_a_unix_one_does_not
     listener = Herd::Server::Listener.new(Socket.for_fd(@server.fileno).tap { _1.autoclose = false })
+    @server.nonblock = false
     listener.accept_with(Herd::Server::TCPAccept)
+    assert @server.nonblock?, "accept_with makes the listener non-blocking: the C accept holds the GVL"
     assert_nil listener.accept
     connect
     client, address = wait_for { listener.accept }
@@ -106,15 +126,8 @@ class TCPAcceptTest < Herd::Test
 
   private
 
-  ACCEPT4 = {"x86_64" => 288, "aarch64" => 242}[RbConfig::CONFIG["host_cpu"]]
-
-  # Until the thread is in accept4 (its /proc syscall line says so), where
-  # the kernel tells; a short pause elsewhere.
-  def in_accept(thread)
-    syscall = "/proc/self/task/#{thread.native_thread_id}/syscall" if thread.respond_to?(:native_thread_id)
-    return sleep(0.2) unless ACCEPT4 && syscall && File.readable?(syscall)
-
-    wait_for { File.read(syscall).start_with?("#{ACCEPT4} ") }
+  def open_sockets
+    Dir.children("/proc/self/fd").count { |fd| File.readlink("/proc/self/fd/#{fd}").start_with?("socket:") rescue false } # rubocop:disable Style/RescueModifier -- a descriptor closed while listed
   end
 
   def wait_for(seconds = 5)

@@ -13,30 +13,17 @@
  * compares the two.
  */
 #include <ruby.h>
-#include <ruby/thread.h>
 #include <errno.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
+#include <string.h>
 
 void herd_init_tcp_accept(VALUE herd);
 
 #ifdef HAVE_ACCEPT4
 static ID id_for_fd;
-
-struct accept_call {
-  int listener, client, error;
-  struct sockaddr_storage address;
-  socklen_t length;
-};
-
-static void *accept_without_gvl(void *data) {
-  struct accept_call *call = data;
-  call->client = accept4(call->listener, (struct sockaddr *)&call->address, &call->length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  call->error = call->client < 0 ? errno : 0;
-  return NULL;
-}
 
 static VALUE for_fd(VALUE wrap) {
   VALUE *args = (VALUE *)wrap;
@@ -44,42 +31,44 @@ static VALUE for_fd(VALUE wrap) {
 }
 
 /* Herd::Server::TCPAccept.accept(listener_fd, socket_class)
- * The listener is non-blocking (Listener makes sure). The GVL is released
- * all the same, so that a listener someone made blocking costs a wait that
- * signals interrupt, never a process stuck holding it.
+ * As Ruby's accept_nonblock: the GVL is held throughout, so no other thread
+ * can raise into this one between accept4 and the descriptor's wrapping, and
+ * interrupts already pending are taken first, while no descriptor exists.
+ * That needs a non-blocking listener (Listener#accept_with makes it one;
+ * Ruby's accept_nonblock makes it one on each call, with the fcntl this
+ * saves).
  * @return [Array(BasicSocket, String), nil] the client (a socket_class made
- *   with for_fd) and its address (nil when the client is already gone); nil
- *   when there was no connection to take (EAGAIN, ECONNABORTED, EPROTO, EINTR)
+ *   with for_fd) and its address (nil if it cannot be told); nil when there
+ *   was no connection to take (EAGAIN, ECONNABORTED, EPROTO, EINTR)
  * @raise [SystemCallError] for any other error (EMFILE...) */
 static VALUE tcp_accept(VALUE self, VALUE listener, VALUE socket_class) {
-  struct accept_call call;
-  call.listener = NUM2INT(listener);
-  call.length = (socklen_t)sizeof(call.address);
-  rb_thread_call_without_gvl(accept_without_gvl, &call, RUBY_UBF_IO, NULL);
-  if (call.client < 0) {
-    if (call.error == EAGAIN || call.error == EWOULDBLOCK || call.error == ECONNABORTED || call.error == EPROTO ||
-        call.error == EINTR) {
-      rb_thread_check_ints();
-      return Qnil;
-    }
-    rb_syserr_fail(call.error, "accept4");
+  int fd = NUM2INT(listener);
+  rb_thread_check_ints();
+  struct sockaddr_storage address;
+  memset(&address, 0, sizeof(address));
+  socklen_t length = (socklen_t)sizeof(address);
+  int client = accept4(fd, (struct sockaddr *)&address, &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (client < 0) {
+    int error = errno;
+    if (error == EAGAIN || error == EWOULDBLOCK || error == ECONNABORTED || error == EPROTO || error == EINTR) return Qnil;
+    rb_syserr_fail(error, "accept4");
   }
-  rb_update_max_fd(call.client);
-  VALUE wrap[2] = {socket_class, INT2NUM(call.client)};
+  rb_update_max_fd(client);
+  VALUE wrap[2] = {socket_class, INT2NUM(client)};
   int state = 0;
   VALUE socket = rb_protect(for_fd, (VALUE)wrap, &state);
-  if (state) {
-    close(call.client);
-    rb_jump_tag(state);
-  }
+  /* for_fd raised: a signal's handler, run as the call returned, after the
+   * socket owned the descriptor (its GC closes it; closing it here could
+   * close a later one that got the same number), or no memory before. */
+  if (state) rb_jump_tag(state);
 
   char host[NI_MAXHOST];
-  VALUE address = Qnil;
-  if ((call.address.ss_family == AF_INET || call.address.ss_family == AF_INET6) &&
-      getnameinfo((struct sockaddr *)&call.address, call.length, host, sizeof(host), NULL, 0, NI_NUMERICHOST) == 0) {
-    address = rb_str_new_cstr(host);
+  VALUE remote = Qnil;
+  if (length > 0 && (address.ss_family == AF_INET || address.ss_family == AF_INET6) &&
+      getnameinfo((struct sockaddr *)&address, length, host, sizeof(host), NULL, 0, NI_NUMERICHOST) == 0) {
+    remote = rb_str_new_cstr(host);
   }
-  return rb_assoc_new(socket, address);
+  return rb_assoc_new(socket, remote);
 }
 #endif
 

@@ -10,7 +10,7 @@
  * false, and the Ruby code serializes the headers or refuses them with its
  * own message.
  *
- * The subset: a Hash (or a subclass that keeps Hash#each_pair) of String
+ * The subset: a Hash (or a subclass) whose #each_pair is Hash's, of String
  * names and String values, every name a token (RFC 9110 tchar) that does not
  * start with "rack.", every value ASCII without a control character but tab;
  * no connection or keep-alive header; a content-length of 1 to 18 digits
@@ -93,6 +93,8 @@ static int add_field(VALUE name, VALUE value, VALUE arg) {
   rb_str_buf_cat(fields->lines, ": ", 2);
   rb_str_buf_cat(fields->lines, v, v_len);
   rb_str_buf_cat(fields->lines, "\r\n", 2);
+  RB_GC_GUARD(name);
+  RB_GC_GUARD(value);
   return ST_CONTINUE;
 
 refuse:
@@ -103,9 +105,9 @@ refuse:
 /* The headers' fields into `fields`, their lines appended to `lines`; 0
  * when they are not all in the subset. */
 static int collect(VALUE headers, VALUE lines, struct fields *fields) {
-  if (!RB_TYPE_P(headers, T_HASH)) return 0;
-  VALUE klass = rb_obj_class(headers);
-  if (klass != rb_cHash && !rb_method_basic_definition_p(klass, id_each_pair)) return 0;
+  /* The Ruby code calls #each_pair: one redefined anywhere (a singleton
+   * method, a subclass, Hash itself patched) is its to call. */
+  if (!RB_TYPE_P(headers, T_HASH) || !rb_method_basic_definition_p(CLASS_OF(headers), id_each_pair)) return 0;
 
   fields->lines = lines;
   fields->content_length = -1;
@@ -152,7 +154,8 @@ static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE
   if (parts > MAX_PARTS) return Qnil;
   for (long i = 0; i < parts; i++) {
     VALUE part = RARRAY_AREF(body, i);
-    if (!RB_TYPE_P(part, T_STRING)) return Qnil;
+    /* Exactly String: the Ruby code counts with #bytesize, which a subclass may redefine. */
+    if (RB_SPECIAL_CONST_P(part) || RBASIC_CLASS(part) != rb_cString) return Qnil;
     length += RSTRING_LEN(part);
     if (length > MAX_BODY) return Qnil;
   }
@@ -173,6 +176,7 @@ static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE
   for (long i = 0; i < parts; i++) {
     VALUE part = RARRAY_AREF(body, i);
     rb_str_buf_cat(head, RSTRING_PTR(part), RSTRING_LEN(part));
+    RB_GC_GUARD(part);
   }
   rb_enc_associate(head, rb_ascii8bit_encoding()); /* bytes for the socket, whatever the parts' encodings */
   RB_GC_GUARD(fields.lines);

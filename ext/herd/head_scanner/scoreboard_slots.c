@@ -29,7 +29,10 @@ void herd_init_scoreboard_slots(VALUE herd);
 #define LABEL_MAX (SLOT_BYTES - LABEL_OFFSET)
 
 static char *slot_at(VALUE address, VALUE offset) {
-  return (char *)(uintptr_t)NUM2SIZET(address) + NUM2LONG(offset);
+  uintptr_t start = (uintptr_t)NUM2SIZET(address);
+  long at = NUM2LONG(offset);
+  if (start == 0 || at < 0 || at % SLOT_BYTES != 0) rb_raise(rb_eArgError, "no scoreboard slot at %ld of address %p", at, (void *)start);
+  return (char *)start + at;
 }
 
 /* Herd::Server::ScoreboardSlots.busy(address, offset, method, target): the

@@ -160,8 +160,10 @@ module Herd
       end
 
       # @return [Array(BasicSocket, String), nil] the client and its address
-      #   for REMOTE_ADDR ("127.0.0.1" on a UNIX socket, nil if the client is
-      #   already gone); nil when another worker won the race
+      #   for REMOTE_ADDR ("127.0.0.1" on a UNIX socket; through Ruby's
+      #   accept, nil if the client is already gone, as getpeername then
+      #   fails; through {TCPAccept}, the address accept4 gave); nil when
+      #   another worker won the race
       def accept
         return @c_accept.accept(@fileno, TCPSocket) if @c_accept
 
