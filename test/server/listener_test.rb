@@ -19,12 +19,27 @@ class ListenerTest < Herd::Test
     @listener.socket.getsockopt(level, name).int
   end
 
-  def test_tcp_nodelay_by_default_and_no_deferred_accept
+  def test_a_bare_spec_has_tcp_nodelay_and_no_deferred_accept
     bind
     assert_equal 1, option(:TCP, :NODELAY)
     assert_equal 0, option(:TCP, :DEFER_ACCEPT) if Socket.const_defined?(:TCP_DEFER_ACCEPT)
     assert_equal @listener.port.to_s, @listener.port_string
     assert @listener.port_string.frozen?
+  end
+
+  # Deferred accepts are on for the listeners a server binds, as in Unicorn
+  # (a connection accepted before its request would wait on the worker that
+  # took it), and can be turned off.
+  def test_a_servers_listeners_defer_accept_unless_told_not_to
+    config = Herd::Server::Config.new
+    assert_equal [Herd::Server::Listener::DEFER_ACCEPT], config.listeners.map(&:tcp_defer_accept)
+    config.add_listener("127.0.0.1:0")
+    config.add_listener("127.0.0.1:0", tcp_defer_accept: false)
+    assert_equal [1, false], config.listeners.map(&:tcp_defer_accept)
+    skip "TCP_DEFER_ACCEPT is Linux only" unless Socket.const_defined?(:TCP_DEFER_ACCEPT)
+
+    @listener = Herd::Server::Listener.bind(config.listeners.first)
+    assert_operator option(:TCP, :DEFER_ACCEPT), :>=, 1
   end
 
   def test_both_options_can_be_set

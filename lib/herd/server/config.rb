@@ -129,14 +129,14 @@ module Herd
 
       # @return [Array<Listener::Spec>] the listeners to bind (the default when none given)
       def listeners
-        @listen_specs.empty? ? [Listener::Spec.new(address: DEFAULT_LISTEN)] : @listen_specs
+        @listen_specs.empty? ? [Listener::Spec.new(address: DEFAULT_LISTEN, tcp_defer_accept: Listener::DEFER_ACCEPT)] : @listen_specs
       end
 
       # Adds a listener (the config file's `listen`).
       # @param address [String, Integer] see {DSL#listen}
       # @raise [ConfigError] for an address or option that makes no sense
       # @return [void]
-      def add_listener(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true, tcp_defer_accept: false)
+      def add_listener(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true, tcp_defer_accept: Listener::DEFER_ACCEPT)
         spec = Listener::Spec.new(address: address.to_s, backlog: backlog, reuseport: reuseport, umask: umask,
           tcp_nodelay: tcp_nodelay, tcp_defer_accept: tcp_defer_accept)
         spec.validate!
@@ -204,7 +204,7 @@ module Herd
         # @option options [Boolean] :reuseport SO_REUSEPORT
         # @option options [Integer] :umask for a UNIX socket's file
         # @option options [Boolean] :tcp_nodelay TCP_NODELAY on accepted sockets (default true)
-        # @option options [Integer, false] :tcp_defer_accept TCP_DEFER_ACCEPT seconds (Linux; default off): accept(2) returns once the request's first bytes arrived
+        # @option options [Integer, false] :tcp_defer_accept TCP_DEFER_ACCEPT seconds (Linux; default 1, false turns it off): accept(2) returns once the request's first bytes arrived
         def listen(address, **options)
           @config.add_listener(address, **options)
         end
