@@ -3,6 +3,7 @@
 require "socket"
 require_relative "support"
 require_relative "loads"
+require_relative "bare_forks"
 
 module PoolBench
   # Benchmark 5: what one call costs, and whether a short job gains.
@@ -28,6 +29,7 @@ module PoolBench
     HERD_BARE = "herd, prepare_heap: false"
     HERD = "herd (default: prepare_heap: true)"
     PARALLEL = "Parallel in_processes: 2"
+    CEILING = "ceiling: 2 bare forks, items taken one by one"
 
     def initialize(reps:)
       @calls = [reps * 8, CALLS].max
@@ -67,7 +69,8 @@ module PoolBench
       variants = [
         ["sequential", -> { items.map(&work) }],
         [HERD, -> { Herd.map(items, processes: WORKERS, &work) }],
-        [HERD_BARE, -> { Herd.map(items, processes: WORKERS, prepare_heap: false, &work) }]
+        [HERD_BARE, -> { Herd.map(items, processes: WORKERS, prepare_heap: false, &work) }],
+        [CEILING, -> { BareForks.map(items, workers: WORKERS, &work) }]
       ]
       variants << [PARALLEL, -> { Parallel.map(items, in_processes: WORKERS, &work) }] unless PoolBench.parallel_missing
       variants.each { |label, run| raise "#{label} is wrong" unless run.call == items }
@@ -77,7 +80,7 @@ module PoolBench
         stats = PoolBench.stats(values)
         [label, stats.merge(speedup: sequential / stats[:median])]
       end
-      {rounds: rounds, items: JOB_ITEMS, reps: @job_reps, rows: rows}
+      {rounds: rounds, items: JOB_ITEMS, reps: @job_reps, rows: rows, per_cpu_seconds: BareForks.per_cpu_seconds(rounds)}
     end
 
     # Loads.cpu rounds per item for a job of about JOB_TARGET seconds here.
@@ -128,7 +131,7 @@ module PoolBench
         (the floor itself: #{format("%.1f", call_rows[FLOOR][:median])} ms in this run).
 
         A job of #{job[:items]} CPU-bound items (`Loads.cpu(#{job[:rounds]})` each, calibrated to ~#{(JOB_TARGET * 1000).round} ms
-        sequential), #{job[:reps]} runs each, interleaved:
+        sequential), #{job[:reps]} runs each, interleaved. #{PoolBench.per_cpu_line(job[:per_cpu_seconds])}
 
         #{job_table}
       MD

@@ -2,6 +2,7 @@
 
 require_relative "support"
 require_relative "loads"
+require_relative "bare_forks"
 
 module PoolBench
   # Benchmark 3: CPU-bound speedup on 2 processes, items of equal cost.
@@ -12,6 +13,7 @@ module PoolBench
     TARGET = 1.97 # and never below the parallel gem's speedup in the same run
     HERD = "herd processes: 2"
     PARALLEL = "Parallel in_processes: 2"
+    CEILING = "ceiling: 2 bare forks, items taken one by one"
     MIN_REPS = 5
 
     def initialize(reps:)
@@ -23,7 +25,8 @@ module PoolBench
       work = ->(rounds) { Loads.cpu(rounds) }
       variants = [
         ["sequential", -> { items.map(&work) }],
-        [HERD, -> { Herd.map(items, processes: WORKERS, &work) }]
+        [HERD, -> { Herd.map(items, processes: WORKERS, &work) }],
+        [CEILING, -> { BareForks.map(items, workers: WORKERS, &work) }]
       ]
       variants << [PARALLEL, -> { Parallel.map(items, in_processes: WORKERS, &work) }] unless PoolBench.parallel_missing
       cpu = Hash.new { |hash, key| hash[key] = [] }
@@ -31,6 +34,7 @@ module PoolBench
         [label, -> { cpu[label] << children_cpu { raise "#{label} is wrong" unless run.call == items } }]
       end
       load_before = PoolBench.loadavg
+      per_cpu = BareForks.per_cpu_seconds(ROUNDS, items: 4)
       times = PoolBench.repeat(timed, @reps, "speedup")
       sequential = PoolBench.median(times["sequential"])
       rows = times.to_h do |label, values|
@@ -43,10 +47,14 @@ module PoolBench
       verdict = format("herd's speedup on %d processes: %.2fx%s. Target >= %.2fx and >= the parallel gem's: %s.", WORKERS,
         speedup, parallel ? format(", the parallel gem's %.2fx", parallel) : "", TARGET, met ? "met" : "NOT met")
       verdict += paired(times) if parallel
-      markdown = render(rows, verdict, load_before)
+      ceiling = rows.dig(CEILING, :speedup)
+      verdict += format(" This machine's ceiling in the same run (bare forks): %.2fx; herd reaches %.0f%% of it.",
+        ceiling, speedup / ceiling * 100)
+      markdown = render(rows, verdict, load_before, per_cpu)
       puts markdown
       {markdown: markdown, data: {reps: @reps, items: ITEMS, item_work: "Loads.cpu(#{ROUNDS})", workers: WORKERS,
-                                  target: TARGET, speedup: speedup, parallel_speedup: parallel, met: met, loadavg_before: load_before,
+                                  target: TARGET, speedup: speedup, parallel_speedup: parallel, ceiling_speedup: ceiling, met: met,
+                                  per_cpu_seconds: per_cpu, loadavg_before: load_before,
                                   loadavg_after: PoolBench.loadavg, rows: rows, skipped: PoolBench.parallel_missing}}
     end
 
@@ -68,7 +76,7 @@ module PoolBench
       %i[utime stime cutime cstime].sum { |field| after.send(field) - before.send(field) }
     end
 
-    def render(rows, verdict, load_before)
+    def render(rows, verdict, load_before, per_cpu)
       table = PoolBench.table(["variant", "s: median (min–max)", "x sequential", "CPU s (all processes)"],
         rows.map do |label, row|
           [label, PoolBench.seconds(row), format("%.2f", row[:speedup]), format("%.2f", row[:cpu_seconds])]
@@ -79,6 +87,9 @@ module PoolBench
         #{ITEMS} items of equal cost (`#{ROUNDS}.times { 1000.times { 2**3**4 } }`, ~#{format("%.2f", rows["sequential"][:median] / ITEMS)} s each),
         #{@reps} runs each, interleaved. Load average before: #{load_before}, after: #{PoolBench.loadavg}
         (other work on these #{Etc.nprocessors} cores shows up as wall time above CPU time / #{WORKERS}).
+        #{PoolBench.per_cpu_line(per_cpu)}
+        The ceiling row is the leanest fork pool there is (bench/pool/bare_forks.rb): what any pool can reach
+        on this machine in this run.
 
         #{table}
         #{verdict}#{"\n\nparallel gem skipped: #{PoolBench.parallel_missing}" if PoolBench.parallel_missing}

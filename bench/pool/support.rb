@@ -70,6 +70,17 @@ module PoolBench
     Bench::Report.markdown_table(headers, rows)
   end
 
+  # @param per_cpu [Hash{Integer => Float}, nil] seconds per item on each CPU alone
+  def per_cpu_line(per_cpu)
+    return "Per-CPU speed not measured (taskset(1) missing)." unless per_cpu
+
+    fastest = per_cpu.values.min
+    "One item on each CPU alone (pinned with taskset): " +
+      per_cpu.map { |cpu, seconds| format("CPU %d %.1f ms (%.2fx the fastest)", cpu, seconds * 1000, seconds / fastest) }.join(", ") +
+      format(". Workers on all of them together can be at most %.2fx as fast as one on the fastest, whoever forks them.",
+        per_cpu.values.sum { |seconds| fastest / seconds })
+  end
+
   def mb(bytes)
     format("%.1f", bytes / MB)
   end

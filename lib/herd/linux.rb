@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
 require "fiddle"
+require_relative "extension"
 
 module Herd
-  # The few Linux system calls herd needs that Ruby does not expose, through
-  # Fiddle (no C extension to build). Every method is a no-op returning false
-  # where the call is unavailable (not Linux, no libc symbol).
+  # The few Linux system calls herd needs that Ruby does not expose: through
+  # herd's C extension where it is built ({Extension}; `Linux::Native`), else
+  # through Fiddle. Every method is a no-op returning false where the call is
+  # unavailable (not Linux, no libc symbol).
   # @api private
   module Linux
     PR_SET_PDEATHSIG = 1
@@ -15,7 +17,19 @@ module Herd
     class << self
       # @return [Boolean] whether this is Linux with prctl reachable
       def available?
-        !prctl_function.nil?
+        native? || !prctl_function.nil?
+      end
+
+      # Whether prctl goes through the C extension. A pool worker's call
+      # right after its fork cost ~65 page faults through Fiddle (libffi
+      # and Fiddle's argument handling, run for the first time in a process
+      # whose pages are all still shared) and one through the extension.
+      # Decided once, in the parent: {available?} is called before forking.
+      # @return [Boolean]
+      def native?
+        return @native if defined?(@native)
+
+        @native = Extension.unused_reason.nil? && defined?(Native) ? true : false
       end
 
       # Asks the kernel to send `signal` to this process when its parent dies.
@@ -47,6 +61,7 @@ module Herd
       private
 
       def prctl(option, arg)
+        return Native.prctl(option, arg).zero? if native?
         return false unless available?
 
         prctl_function.call(option, arg, 0, 0, 0).zero?

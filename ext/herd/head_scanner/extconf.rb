@@ -10,6 +10,7 @@ if ENV["HERD_NO_EXTENSION"] || !have_header("ruby/encoding.h") || !have_func("rb
   File.write("Makefile", "all install clean:\n\t@echo 'herd: the C head scanner is not built; the Ruby parser serves every request'\n")
 else
   have_func("accept4", ["sys/types.h", "sys/socket.h"]) # Linux, the BSDs: Herd::Server::TCPAccept (without it, Ruby's accept)
+  have_header("sys/prctl.h") # Linux: Herd::Linux::Native.prctl (without it, Herd::Linux calls prctl through Fiddle)
   $CFLAGS << " -O2 -std=gnu99 -Wall -Wextra -Wno-unused-parameter" # standard:disable Style/GlobalVars -- mkmf reads it
   create_makefile("herd/head_scanner")
 end

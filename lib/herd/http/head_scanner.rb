@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../env_switch"
+require_relative "../extension"
 
 module Herd
   module HTTP
@@ -15,29 +15,22 @@ module Herd
     # {ResponseHeaders}, the reference there.
     #
     # `HERD_HEAD_SCANNER=0` (or false, no, off) parses every request and
-    # checks every response's headers in Ruby.
+    # checks every response's headers in Ruby ({Extension}).
     # @api private
     module HeadScanner
-      ENV_SWITCH = "HERD_HEAD_SCANNER"
-
-      begin
-        require "herd/head_scanner"
-        LOAD_ERROR = nil
-      rescue LoadError => e
-        LOAD_ERROR = e.message
-      end
+      ENV_SWITCH = Extension::ENV_SWITCH
+      LOAD_ERROR = Extension::LOAD_ERROR
 
       # @return [Boolean] whether the extension is loaded (whatever the switch says)
       def self.built?
-        LOAD_ERROR.nil? && respond_to?(:scan)
+        Extension.built? && respond_to?(:scan)
       end
 
       # @return [String, nil] why requests are parsed in Ruby, nil when the scanner is used
       def self.unused_reason(env = ENV)
         return "the C head scanner is not built (#{LOAD_ERROR}); `rake compile` builds it" unless built?
-        return "#{ENV_SWITCH}=#{env[ENV_SWITCH]}" if EnvSwitch.off?(env[ENV_SWITCH])
 
-        nil
+        Extension.unused_reason(env)
       end
 
       # @return [String] which parser reads request heads, for a boot log
