@@ -29,7 +29,7 @@ module Herd
       def native?
         return @native if defined?(@native)
 
-        @native = Extension.unused_reason.nil? && defined?(Native) ? true : false
+        @native = (Extension.unused_reason.nil? && defined?(Native)) ? true : false
       end
 
       # Asks the kernel to send `signal` to this process when its parent dies.
