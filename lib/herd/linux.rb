@@ -23,8 +23,9 @@ module Herd
       # Whether prctl goes through the C extension. A pool worker's call
       # right after its fork cost ~65 page faults through Fiddle (libffi
       # and Fiddle's argument handling, run for the first time in a process
-      # whose pages are all still shared) and one through the extension.
-      # Decided once, in the parent: {available?} is called before forking.
+      # whose pages are all still shared), ~37 more than through the
+      # extension. Decided once, in the parent: {available?} is called
+      # before forking.
       # @return [Boolean]
       def native?
         return @native if defined?(@native)
