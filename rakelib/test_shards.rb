@@ -27,7 +27,7 @@ class TestShards
   # reporter adds up each file's seconds and writes them there as JSON.
   LOADER = <<~'RUBY'
     require "minitest"
-    if (times_path = ENV["HERD_TEST_TIMES"])
+    if ENV["HERD_TEST_TIMES"]
       require "json"
       module Minitest
         class FileTimesReporter < AbstractReporter
