@@ -63,6 +63,8 @@ module HttpBench
   # in its process group (Pitchfork puts its mold and workers in groups of
   # their own; an orphan may have left the tree but not the group).
   # @return [Array<Hash>] :pid, :title, :cpu (user + system seconds)
+  # The titles are read for the server's processes only: drivers poll this
+  # while the server is measured, on the same cores.
   def processes(leader)
     table = Dir.glob("/proc/[0-9]*/stat").filter_map { |path| stat(path) }
     children = table.group_by { |process| process[:ppid] }
@@ -73,16 +75,21 @@ module HttpBench
       found.concat(kids)
       queue.concat(kids)
     end
-    found
+    found.filter_map { |process| titled(process) }
   end
 
   def stat(path)
     fields = File.read(path).split(") ", 2).last.split # after "pid (comm) "
     return nil if fields[0] == "Z" # a zombie: done, only waiting to be reaped
-    title = File.read(path.sub(/stat\z/, "cmdline")).tr("\0", " ")
-    {pid: path[/\d+/].to_i, ppid: fields[1].to_i, pgrp: fields[2].to_i, title: title,
+    {pid: path[/\d+/].to_i, ppid: fields[1].to_i, pgrp: fields[2].to_i,
      cpu: (fields[11].to_i + fields[12].to_i) / TICKS, # utime, stime
      start: fields[19].to_i} # with the pid, names a process even once pids are reused
+  rescue SystemCallError
+    nil # gone
+  end
+
+  def titled(process)
+    process.merge(title: File.read("/proc/#{process[:pid]}/cmdline").tr("\0", " "))
   rescue SystemCallError
     nil # gone
   end

@@ -16,6 +16,9 @@ module ReloadBench
   HERD_DONE = lambda do |running, log, workers|
     generation = log[MOLD_READY, 1]&.to_i
     next false unless generation
+    # The log first: /proc is read only once it says every worker number is
+    # ready on the new mold.
+    next false if log.scan(/worker (\d+) \(gen #{generation}\), pid \d+ ready/).uniq.size < workers
 
     processes = running.processes
     roles = processes.map { |process| process.values_at(:role, :generation) }
@@ -75,11 +78,12 @@ module ReloadBench
     steady_from = HttpBench.now
     sleep steady
     log_mark = running.log.size
+    follower = running.follow_log
     File.write(File.join(dir, "RELEASE"), "2\n") if new_code # the new code: read by the next boot only
     signaled = HttpBench.now
     Process.kill(reloader.signal, running.pid)
-    mold = watch_mold(running, reloader, log_mark, signaled)
-    done_at = wait_done(running, reloader, log_mark, workers, signaled)
+    mold = watch_mold(running, reloader, follower, signaled)
+    done_at = wait_done(running, reloader, follower, workers, signaled)
     sleep after
     FileUtils.touch(stop_path)
     records = client.wait
@@ -130,9 +134,9 @@ module ReloadBench
 
   # The new mold's own PSS, sampled as soon as the log says it is ready
   # (polled every 20 ms), before the workers it forks share its pages.
-  def watch_mold(running, reloader, log_mark, signaled)
+  def watch_mold(running, reloader, follower, signaled)
     deadline = signaled + 120
-    until (found = reloader.mold.call(running.log[log_mark..] || "", running))
+    until (found = reloader.mold.call(follower.read, running))
       raise "no new mold in 120 s\n#{running.log_tail}" if HttpBench.now > deadline
 
       sleep 0.02
@@ -144,9 +148,9 @@ module ReloadBench
      rss: (sample.rss / Bench::MIB).round(1)}
   end
 
-  def wait_done(running, reloader, log_mark, workers, signaled)
+  def wait_done(running, reloader, follower, workers, signaled)
     deadline = signaled + 180
-    until reloader.done.call(running, running.log[log_mark..] || "", workers)
+    until reloader.done.call(running, follower.read, workers)
       raise "the roll did not end in 180 s\n#{running.log_tail}" if HttpBench.now > deadline
 
       sleep 0.05

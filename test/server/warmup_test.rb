@@ -33,7 +33,7 @@ class ServerWarmupTest < Herd::Test
   def test_the_mold_warms_the_app_up_and_its_workers_share_what_it_built
     @server = Herd::ServerHarness.new(app: APP, config: "workers 2\nwarmup \"/fill?x=1\", host: \"example.test\"\n")
     @server.ready
-    line = @server.wait_for(/mold \(gen 0\): warm-up: GET \/fill\?x=1 200 \(\d+ ms\)/)
+    line = @server.wait_for(/mold \(gen 0\): warm-up: GET \/fill\?x=1 200 \(\d+ ms; \d+ ms CPU, \d+ page faults\)/)
     assert line
     body = @server.get("/").split("\r\n\r\n", 2).last
     filled_in = body[/filled_in=(\d+)/, 1]
@@ -50,7 +50,7 @@ class ServerWarmupTest < Herd::Test
   def test_each_new_worker_warms_up_before_it_is_ready_unless_told_not_to
     @server = Herd::ServerHarness.new(app: APP, config: "workers 1\nwarmup \"/fill\"\n")
     @server.ready
-    warmed = @server.wait_for(/worker 0 \(gen 0\): warm-up: GET \/fill 200 \(\d+ ms\)/)[0]
+    warmed = @server.wait_for(/worker 0 \(gen 0\): warm-up: GET \/fill 200 \(\d+ ms; \d+ ms CPU, \d+ page faults\)/)[0]
     ready = @server.wait_for(/worker 0 \(gen 0\), pid \d+ ready/)[0]
     assert_operator @server.lines.index { |line| line.include?(warmed) }, :<, @server.lines.index { |line| line.include?(ready) },
       "warmed up before it reported ready"
@@ -85,7 +85,7 @@ class ServerWarmupTest < Herd::Test
     def body.each = yield("ok")
     def body.close = raise(IOError, "closed twice")
     line = Herd::Server::Warmup.new(["/a", "/b"]).run(->(_env) { [200, {}, body] })
-    assert_match(/\Awarm-up: GET \/a 200, GET \/b 200 \(\d+ ms\)\z/, line)
+    assert_match(/\Awarm-up: GET \/a 200, GET \/b 200 \(\d+ ms; \d+ ms CPU, \d+ page faults\)\z/, line)
   end
 
   def test_paths_must_be_paths

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../clock"
+require_relative "../process_cost"
 
 module Herd
   module Server
@@ -53,9 +53,8 @@ module Herd
       # @param app [#call]
       # @return [String] what happened, for the log
       def run(app)
-        started = Clock.now
-        results = @paths.map { |path| "GET #{path} #{request(app, path)}" }
-        "warm-up: #{results.join(", ")} (#{((Clock.now - started) * 1000).round} ms)"
+        results, cost = ProcessCost.measure { @paths.map { |path| "GET #{path} #{request(app, path)}" } }
+        "warm-up: #{results.join(", ")} (#{cost})"
       end
 
       private
