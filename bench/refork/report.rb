@@ -10,18 +10,27 @@ module ReforkBench
 
     def table
       rows = @runs.map do |run|
-        next error_row(run, 13) if run[:error]
+        next error_row(run, 14) if run[:error]
 
         t = run[:throughput]
         m = run[:memory]
-        [run[:server], run[:round], t[:steady], "#{t[:window5]} (#{t[:window5_ratio]}×)", "#{t[:roll]} (#{t[:roll_ratio]}×)",
+        [run[:server], run[:round], t[:steady], "#{t[:window5]} (#{t[:window5_ratio]}×)", around(t), "#{t[:roll]} (#{t[:roll_ratio]}×)",
           run.dig(:latency_steady_ms, :p99), "#{run.dig(:latency_roll_ms, :p99)} (#{p99_ratio(run)}×)",
           m[:steady_median], m[:peak], m[:new_mold][:pss],
           (run[:times][:mold_ready] - run[:times][:signal]).round(1), run[:times][:roll_seconds], run[:failed]]
       end
-      Bench::Report.markdown_table(["server", "round", "steady req/s", "req/s, 5 s from the signal", "req/s during the roll",
+      Bench::Report.markdown_table(["server", "round", "steady req/s", "req/s, 5 s from the signal",
+        "the same against before and after", "req/s during the roll",
         "steady p99 (ms)", "p99 during the roll", "steady Σ PSS (MiB)", "Σ PSS peak in the roll", "new mold PSS",
         "mold ready (s)", "roll (s)", "failed"], rows)
+    end
+
+    # The window against the mean of the steady phase and the phase after
+    # the roll (runs from before that column have no :after).
+    def around(throughput)
+      return "–" unless throughput[:window5_around_ratio]
+
+      "#{throughput[:window5_around_ratio]}× (after: #{throughput[:after]})"
     end
 
     def p99_ratio(run)
@@ -64,7 +73,10 @@ module ReforkBench
         driver sends **USR2** (a refork by hand) to the pid it spawned, waits until every worker runs on the
         new mold (herd: its log says the mold is ready and `ps` shows no older mold or worker; Pitchfork:
         its process titles), then #{@options[:after]} s more load. req/s counts responses completed in the
-        window; "5 s from the signal" is the window that holds the refork even when the roll is shorter.
+        window; "5 s from the signal" is the window that holds the refork even when the roll is shorter;
+        "against before and after" divides it by the mean of the steady phase and the phase from 1 s after
+        the roll to the end (this VM's vCPUs change speed within minutes: a slow or fast steady phase alone
+        moves the first ratio).
         p99 is over the requests sent in the window. Σ PSS of the tree every #{@options[:interval]} s.
 
         ## Results

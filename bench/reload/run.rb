@@ -85,12 +85,13 @@ module ReloadBench
     mold = watch_mold(running, reloader, follower, signaled)
     done_at = wait_done(running, reloader, follower, workers, signaled)
     sleep after
+    stopping = HttpBench.now
     FileUtils.touch(stop_path)
     records = client.wait
     finished = HttpBench.now
     sampler.stop
     result.merge!(analyse(records, sampler.samples, t0: t0, steady_from: steady_from, signaled: signaled, done_at: done_at,
-      finished: finished, mold: mold))
+      stopping: stopping, finished: finished, mold: mold))
     result[:events] = running.log[log_mark..].lines.grep(/monitor:|Worker|phase|HUP|reload|refork/).map { |l| l.strip[0, 200] }.first(40)
     result
   rescue => e
@@ -158,7 +159,7 @@ module ReloadBench
     HttpBench.now
   end
 
-  def analyse(records, samples, t0:, steady_from:, signaled:, done_at:, finished:, mold:)
+  def analyse(records, samples, t0:, steady_from:, signaled:, done_at:, stopping:, finished:, mold:)
     rel = ->(t) { (t - t0).round(2) }
     steady = samples.select { |s| s[:t].between?(steady_from, signaled) }.map { |s| s[:pss] }
     roll = samples.select { |s| s[:t].between?(signaled, done_at + 1.0) }
@@ -174,7 +175,7 @@ module ReloadBench
       rps: (records.size / (finished - t0)).round(1), latency_ms: RailsBench.latency(records),
       latency_roll_ms: RailsBench.latency(during),
       latency_steady_ms: RailsBench.latency(records.select { |r| r[2].between?(steady_from, signaled) }),
-      throughput: throughput(records, steady_from: steady_from, signaled: signaled, done_at: done_at),
+      throughput: throughput(records, steady_from: steady_from, signaled: signaled, done_at: done_at, stopping: stopping),
       times: {signal: rel.call(signaled), mold_ready: (rel.call(signaled) + mold[:seconds_after_signal]).round(2),
               roll_done: rel.call(done_at), end: rel.call(finished), roll_seconds: (done_at - signaled).round(2)},
       responses: {during_roll: releases.call(during), after_roll: releases.call(after),
@@ -196,14 +197,21 @@ module ReloadBench
   # Responses completed per second: in the steady phase, during the roll
   # (signal to every worker on the new mold), and in the 5 s from the
   # signal (a window that holds the refork even when the roll is short).
-  def throughput(records, steady_from:, signaled:, done_at:)
+  # Also after the roll (from 1 s after it to the end of the load), and the
+  # window against the mean of the phases before and after it: this VM's
+  # two vCPUs change speed within minutes (up to 1.8x), and a phase on
+  # either side of the window tells a drift from the refork's own cost.
+  def throughput(records, steady_from:, signaled:, done_at:, stopping:)
     done = records.map { |r| r[2] + r[3] }
     rate = ->(from, to) { (to > from) ? (done.count { |t| t >= from && t < to } / (to - from)).round(1) : nil }
     steady = rate.call(steady_from, signaled)
     roll = rate.call(signaled, done_at)
     window = rate.call(signaled, signaled + 5.0)
-    {steady: steady, roll: roll, window5: window,
-     roll_ratio: steady && roll && (roll / steady).round(2), window5_ratio: steady && window && (window / steady).round(2)}
+    after = rate.call([done_at + 1.0, signaled + 5.0].max, stopping)
+    around = after && steady && (steady + after) / 2.0
+    {steady: steady, roll: roll, window5: window, after: after,
+     roll_ratio: steady && roll && (roll / steady).round(2), window5_ratio: steady && window && (window / steady).round(2),
+     window5_around_ratio: around && window && (window / around).round(2)}
   end
 
   # herd's processes at a sample, by the generation in their titles:
