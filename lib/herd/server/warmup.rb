@@ -22,8 +22,9 @@ module Herd
     # (`workers: false` to skip): what a request writes in memory shared
     # with the mold, the worker copies page by page on its first requests,
     # and it is better done before any client waits on it. On bench/refork
-    # (a Rails app reforked under load, this VM's copy-on-write faults at
-    # ~90 µs) p99 during the roll fell from 294-326 ms to 51-71 ms.
+    # (a Rails app reforked under load, on a VM where a copy-on-write fault
+    # costs ~15 µs and the cold page it leaves as much again) p99 during the
+    # roll fell from 294-326 ms to 51-71 ms.
     # @api private
     class Warmup
       # @return [Array<String>] paths, each starting with "/"
