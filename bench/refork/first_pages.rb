@@ -31,15 +31,18 @@ ROWS = {
   "nothing" => nil,
   "promote + pack + seal (a promoted mold's default when compaction is not due)" => {compact: false, seal_malloc: true},
   "promote + compact + pack + seal (when it is due)" => {compact: true, seal_malloc: true},
-  "promote + fill free slots + pack + seal" => {compact: false, fill_free_slots: true, seal_malloc: true}
+  "promote + fill free slots + pack + seal" => {compact: false, fill_free_slots: true, seal_malloc: true},
+  "seal only" => {compact: false, max_gc_runs: 0, pack_descriptors: false, seal_malloc: true},
+  "promote only" => {compact: false, pack_descriptors: false, seal_malloc: false}
 }.freeze
 PATHS_COUNT = 5
 
-options = {reps: 2, warm: 500, rounds: 60, cpu: "0"}
+options = {reps: 2, warm: 500, rounds: 120, cpu: "0"}
 OptionParser.new do |opts|
   opts.on("--reps N", Integer, "runs per row (default 2)") { |n| options[:reps] = n }
   opts.on("--warm N", Integer, "requests the promoted worker served (default 500)") { |n| options[:warm] = n }
-  opts.on("--rounds N", Integer, "rounds of the five pages in the new worker (default 60)") { |n| options[:rounds] = n }
+  opts.on("--rounds N", Integer, "rounds of the five pages in the new worker (default 120: 600 requests)") { |n| options[:rounds] = n }
+  opts.on("--report-only JSON", "write the results again from an earlier run's JSON") { |path| options[:from] = path }
   # One CPU for every process of every row: this VM's two vCPUs change
   # speed within minutes, and a row that ran on the slow one looked 3x
   # slower than the next.
@@ -61,22 +64,44 @@ module PageMap
     end
   end
 
-  # Buffers for one snapshot, allocated before the first: reading pagemap
-  # into them writes only these buffers, each at least 256 KiB so that
-  # malloc maps it apart from the mappings measured.
-  def buffers(maps)
-    maps.map { |from, to, _| String.new(capacity: [((to - from) >> 12) * 8, 262_144].max) }
+  # Snapshots go to memory from libc's malloc through Fiddle, one block
+  # mapped apart from the mappings measured: a String buffer counts towards
+  # Ruby's malloc limit, and 1 MiB or so of them set off a GC in the new
+  # worker before its first round (its copies then left out of the round).
+  # @return [Array(Integer, Array<Integer>)] the block and each snapshot's offset in it
+  def buffers(maps, count)
+    size = maps.sum { |from, to, _| ((to - from) >> 12) * 8 }
+    block = libc("malloc", [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_VOIDP).call(size * count).to_i
+    [block, Array.new(count) { |i| i * size }]
   end
 
-  # Fills `buffers` with the pagemap entries of `maps`; allocates nothing else.
-  def snapshot(maps, buffers)
+  # Fills snapshot `index` of `block` with the pagemap entries of `maps`.
+  def snapshot(maps, block, offset)
+    pread = libc("pread", [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_LONG], Fiddle::TYPE_SSIZE_T)
     File.open("/proc/self/pagemap", "rb") do |file|
-      maps.each_with_index do |(from, to, _), i|
-        file.seek((from >> 12) * 8)
-        file.read(((to - from) >> 12) * 8, buffers[i])
+      maps.each do |from, to, _|
+        length = ((to - from) >> 12) * 8
+        pread.call(file.fileno, block + offset, length, (from >> 12) * 8)
+        offset += length
       end
     end
-    buffers
+  end
+
+  def libc(name, args, ret)
+    (@libc ||= {})[name] ||= Fiddle::Function.new(Fiddle::Handle::DEFAULT[name], args, ret)
+  end
+
+  # @return [Array<String>] each snapshot's entries, as Strings once measuring is done
+  def strings(maps, block, offsets)
+    size = maps.sum { |from, to, _| ((to - from) >> 12) * 8 }
+    offsets.map do |offset|
+      bytes = Fiddle::Pointer.new(block)[offset, size]
+      at = 0
+      maps.map do |from, to, _|
+        length = ((to - from) >> 12) * 8
+        bytes.byteslice(at, length).tap { at += length }
+      end
+    end
   end
 
   # @return [Hash{Integer => Array(String, Boolean)}] address => [mapping, exclusive], present pages only
@@ -114,6 +139,7 @@ if ENV["FIRST_PAGES_CHILD"]
   require "rack/mock_request"
   require "fiddle"
   require "herd"
+  require "herd/memory"
   app = Rails.application
   ids = Thing.order(:id).limit(2).pluck(:id)
   ids = 2.times.map { |i| Thing.create!(name: "thing #{i}", notes: "notes " * 20).id } if ids.size < 2
@@ -145,20 +171,24 @@ if ENV["FIRST_PAGES_CHILD"]
     worker = fork do
       r.close
       maps = PageMap.mappings
-      snapshots = 3.times.map { PageMap.buffers(maps) }
+      block, offsets = PageMap.buffers(maps, 3)
       later = Array.new(rounds - 1)
+      uss_start = Herd::Memory.sample.uss
       gc_start = GC.stat(:minor_gc_count), GC.stat(:major_gc_count)
-      PageMap.snapshot(maps, snapshots[0])
+      PageMap.snapshot(maps, block, offsets[0])
       first = round.call
-      PageMap.snapshot(maps, snapshots[1])
+      PageMap.snapshot(maps, block, offsets[1])
       (rounds - 1).times { |i| later[i] = round.call }
-      PageMap.snapshot(maps, snapshots[2])
+      PageMap.snapshot(maps, block, offsets[2])
       gcs = [GC.stat(:minor_gc_count) - gc_start[0], GC.stat(:major_gc_count) - gc_start[1]]
-      start, after_first, after_all = snapshots.map { |buffers| PageMap.decode(maps, buffers) }
+      # What the worker holds of its own after its rounds, before decoding
+      # allocates; less the snapshots, its own too.
+      uss = Herd::Memory.sample.uss - (((offsets[1] * 3) + 4095) & ~4095)
+      start, after_first, after_all = PageMap.strings(maps, block, offsets).map { |buffers| PageMap.decode(maps, buffers) }
       # The slot pages, found last: walking the objects writes nothing.
       slot_pages = {}
       ObjectSpace.each_object { |object| slot_pages[Fiddle.dlwrap(object) & ~(page_size - 1)] = true }
-      w.write(JSON.generate(first: first, later: [later.sum(&:first).round(1), later.sum(&:last)], gcs: gcs,
+      w.write(JSON.generate(first: first, later: [later.sum(&:first).round(1), later.sum(&:last)], gcs: gcs, uss: uss, uss_start: uss_start,
         last_rounds: later.last(5).then { |tail| [tail.sum(&:first).fdiv(tail.size).round(2), tail.sum(&:last).fdiv(tail.size).round(1)] },
         first_kinds: PageMap.became_own(start, after_first, slot_pages, page_size),
         later_kinds: PageMap.became_own(after_first, after_all, slot_pages, page_size)))
@@ -179,9 +209,17 @@ if ENV["FIRST_PAGES_CHILD"]
 end
 
 abort "bench/refork/first_pages: Linux only (/proc/self/pagemap)" unless File.exist?("/proc/self/pagemap")
-app = Open3.capture2("bundle", "exec", "ruby", File.join(ROOT, "test/apps/rails/generate.rb"), chdir: ROOT).first.lines.last.chomp
 results = Hash.new { |h, k| h[k] = [] }
-options[:reps].times do |rep|
+if options[:from]
+  earlier = JSON.parse(File.read(options[:from]), symbolize_names: true)
+  options = earlier[:options].merge(from: options[:from])
+  earlier[:results].each { |name, runs| results[name.to_s] = runs }
+  run_date = earlier[:date]
+  herd_revision = earlier[:herd]
+  loadavg = earlier[:loadavg]
+end
+app = options[:from] ? nil : Open3.capture2("bundle", "exec", "ruby", File.join(ROOT, "test/apps/rails/generate.rb"), chdir: ROOT).first.lines.last.chomp
+(options[:from] ? 0 : options[:reps]).times do |rep|
   ROWS.each do |name, heap_options|
     env = {"FIRST_PAGES_CHILD" => "1", "FIRST_PAGES_APP" => app, "FIRST_PAGES_WARM" => options[:warm].to_s,
            "FIRST_PAGES_ROUNDS" => options[:rounds].to_s, "FIRST_PAGES_OPTIONS" => JSON.generate(heap_options)}
@@ -191,8 +229,9 @@ options[:reps].times do |rep|
     data = JSON.parse(out.lines.last, symbolize_names: true)
     results[name] << data
     warn format("rep %d %-78s warm %.1f ms; first round %.1f ms, %d faults; next %d rounds %.1f ms, %d faults; " \
-      "last 5 rounds %.1f ms, %.0f faults each; GCs minor %d major %d",
-      rep + 1, name, data[:warm][0], *data[:first], options[:rounds] - 1, *data[:later], *data[:last_rounds], *data[:gcs])
+      "last 5 rounds %.1f ms, %.0f faults each; GCs minor %d major %d; USS %.1f MiB (%.1f at the start)",
+      rep + 1, name, data[:warm][0], *data[:first], options[:rounds] - 1, *data[:later], *data[:last_rounds], *data[:gcs],
+      data[:uss] / 1048576.0, data[:uss_start] / 1048576.0)
   end
 end
 
@@ -215,17 +254,20 @@ table = ROWS.keys.map do |name|
     fmt_kinds.call(runs, :first_kinds),
     "#{later_x}× per round, #{median.call(runs.map { |r| r[:later][1] })} faults",
     fmt_kinds.call(runs, :later_kinds), "#{median.call(runs.map { |r| r[:last_rounds][0] / r[:warm][0] }).round(2)}×",
-    runs.map { |r| r[:gcs].join("/") }.join(", ")]
+    runs.map { |r| r[:gcs].join("/") }.join(", "), (median.call(runs.map { |r| r[:uss] }) / 1048576.0).round(1)]
 end
 header = ["preparation in the mold", "a round in the promoted worker (ms CPU)", "the new worker's first round",
   "pages it made its own (4 KiB)", "its next #{options[:rounds] - 1} rounds", "pages those made its own",
-  "its last 5 rounds", "its GCs, minor/major (each run)"]
+  "its last 5 rounds", "its GCs, minor/major (each run)", "its USS after them (MiB)"]
 command = "BUNDLE_GEMFILE=test/apps/Gemfile bundle exec ruby bench/refork/first_pages.rb --reps #{options[:reps]} " \
   "--warm #{options[:warm]} --rounds #{options[:rounds]} --cpu #{options[:cpu]}"
 markdown = +"# bench/refork/first_pages: what a new worker's first requests copy\n\n"
-markdown << "- date: #{Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ")}\n- herd: #{`git -C #{ROOT} rev-parse --short HEAD`.strip}\n"
+run_date ||= Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+herd_revision ||= `git -C #{ROOT} rev-parse --short HEAD`.strip
+markdown << "- date: #{run_date}\n- herd: #{herd_revision}\n"
 markdown << "- ruby: #{RUBY_DESCRIPTION}\n- uname -r: #{`uname -r`.strip}\n"
-markdown << "- load average at the end: #{File.read("/proc/loadavg").split.first(3).join(" ")} (#{`nproc`.strip} cores)\n"
+loadavg ||= File.read("/proc/loadavg").split.first(3).join(" ")
+markdown << "- load average at the end: #{loadavg} (#{`nproc`.strip} cores)\n"
 markdown << "- command: `#{command}`\n\n"
 markdown << "A round is one GET of each of five pages (index, a record, a record's JSON, the index's JSON, the form), in\n"
 markdown << "process; the promoted worker served #{options[:warm]} requests first. Medians of #{options[:reps]} runs, the rows\n"
@@ -234,7 +276,8 @@ markdown << "multiple of a round in the promoted worker of the same run (its mil
 markdown << "| #{header.join(" | ")} |\n| #{header.map { "---" }.join(" | ")} |\n"
 table.each { |row| markdown << "| #{row.join(" | ")} |\n" }
 path = File.join(ROOT, "bench/results/refork-first-pages")
-File.write("#{path}.json", JSON.pretty_generate(command: command, options: options, results: results))
+File.write("#{path}.json", JSON.pretty_generate(command: command, date: run_date, herd: herd_revision, loadavg: loadavg,
+  options: options.except(:from), results: results))
 notes = File.join(__dir__, "FIRST_PAGES.md")
 File.write("#{path}.md", markdown + (File.exist?(notes) ? "\n#{File.read(notes)}" : ""))
 puts markdown
