@@ -33,16 +33,25 @@ ROWS = {
   "promote + compact + pack + seal (when it is due)" => {compact: true, seal_malloc: true},
   "promote + fill free slots + pack + seal" => {compact: false, fill_free_slots: true, seal_malloc: true},
   "seal only" => {compact: false, max_gc_runs: 0, pack_descriptors: false, seal_malloc: true},
-  "promote only" => {compact: false, pack_descriptors: false, seal_malloc: false}
+  "promote only" => {compact: false, pack_descriptors: false, seal_malloc: false},
+  # Not an option of Heap.prepare: the mold serves a round itself first
+  # (as a booted mold's `warmup` does), then the default preparation.
+  "a round in the mold, then promote + pack + seal" => {mold_rounds: 1, compact: false, seal_malloc: true}
 }.freeze
 PATHS_COUNT = 5
 
-options = {reps: 2, warm: 500, rounds: 120, cpu: "0"}
+options = {reps: 2, warm: 500, rounds: 120, cpu: "0", name: "refork-first-pages", referenced: false}
 OptionParser.new do |opts|
   opts.on("--reps N", Integer, "runs per row (default 2)") { |n| options[:reps] = n }
   opts.on("--warm N", Integer, "requests the promoted worker served (default 500)") { |n| options[:warm] = n }
   opts.on("--rounds N", Integer, "rounds of the five pages in the new worker (default 120: 600 requests)") { |n| options[:rounds] = n }
   opts.on("--report-only JSON", "write the results again from an earlier run's JSON") { |path| options[:from] = path }
+  opts.on("--name NAME", "results file name under bench/results (default refork-first-pages)") { |name| options[:name] = name }
+  # Off by default: clearing the accessed bits may change what the round
+  # costs on a host that emulates them.
+  opts.on("--referenced", "also the memory the first round touched (clear_refs, then smaps' Referenced)") do
+    options[:referenced] = true
+  end
   # One CPU for every process of every row: this VM's two vCPUs change
   # speed within minutes, and a row that ran on the slow one looked 3x
   # slower than the next.
@@ -166,6 +175,11 @@ if ENV["FIRST_PAGES_CHILD"]
   reader, writer = IO.pipe.each(&:binmode)
   mold = fork do
     reader.close
+    mold_rounds = heap_options&.delete(:mold_rounds).to_i
+    if mold_rounds.positive?
+      mold_rounds.times { round.call }
+      ActiveRecord::Base.connection_handler.clear_all_connections!
+    end
     report = heap_options && Herd::Heap.prepare(**heap_options)
     r, w = IO.pipe.each(&:binmode)
     worker = fork do
@@ -176,7 +190,9 @@ if ENV["FIRST_PAGES_CHILD"]
       uss_start = Herd::Memory.sample.uss
       gc_start = GC.stat(:minor_gc_count), GC.stat(:major_gc_count)
       PageMap.snapshot(maps, block, offsets[0])
+      File.write("/proc/self/clear_refs", "1") if ENV["FIRST_PAGES_REFERENCED"]
       first = round.call
+      referenced = File.read("/proc/self/smaps_rollup")[/^Referenced:\s+(\d+) kB/, 1].to_i if ENV["FIRST_PAGES_REFERENCED"]
       PageMap.snapshot(maps, block, offsets[1])
       (rounds - 1).times { |i| later[i] = round.call }
       PageMap.snapshot(maps, block, offsets[2])
@@ -188,7 +204,7 @@ if ENV["FIRST_PAGES_CHILD"]
       # The slot pages, found last: walking the objects writes nothing.
       slot_pages = {}
       ObjectSpace.each_object { |object| slot_pages[Fiddle.dlwrap(object) & ~(page_size - 1)] = true }
-      w.write(JSON.generate(first: first, later: [later.sum(&:first).round(1), later.sum(&:last)], gcs: gcs, uss: uss, uss_start: uss_start,
+      w.write(JSON.generate(first: first, later: [later.sum(&:first).round(1), later.sum(&:last)], gcs: gcs, uss: uss, uss_start: uss_start, referenced_kib: referenced,
         last_rounds: later.last(5).then { |tail| [tail.sum(&:first).fdiv(tail.size).round(2), tail.sum(&:last).fdiv(tail.size).round(1)] },
         first_kinds: PageMap.became_own(start, after_first, slot_pages, page_size),
         later_kinds: PageMap.became_own(after_first, after_all, slot_pages, page_size)))
@@ -223,15 +239,17 @@ app = options[:from] ? nil : Open3.capture2("bundle", "exec", "ruby", File.join(
   ROWS.each do |name, heap_options|
     env = {"FIRST_PAGES_CHILD" => "1", "FIRST_PAGES_APP" => app, "FIRST_PAGES_WARM" => options[:warm].to_s,
            "FIRST_PAGES_ROUNDS" => options[:rounds].to_s, "FIRST_PAGES_OPTIONS" => JSON.generate(heap_options)}
+    env["FIRST_PAGES_REFERENCED"] = "1" if options[:referenced]
     pin = (options[:cpu] == "any") ? [] : ["taskset", "-c", options[:cpu]]
     out, status = Open3.capture2(env, *pin, RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.expand_path(__FILE__), chdir: app)
     abort "bench/refork/first_pages: #{name} failed" unless status.success?
     data = JSON.parse(out.lines.last, symbolize_names: true)
     results[name] << data
     warn format("rep %d %-78s warm %.1f ms; first round %.1f ms, %d faults; next %d rounds %.1f ms, %d faults; " \
-      "last 5 rounds %.1f ms, %.0f faults each; GCs minor %d major %d; USS %.1f MiB (%.1f at the start)",
+      "last 5 rounds %.1f ms, %.0f faults each; GCs minor %d major %d; USS %.1f MiB (%.1f at the start)%s",
       rep + 1, name, data[:warm][0], *data[:first], options[:rounds] - 1, *data[:later], *data[:last_rounds], *data[:gcs],
-      data[:uss] / 1048576.0, data[:uss_start] / 1048576.0)
+      data[:uss] / 1048576.0, data[:uss_start] / 1048576.0,
+      data[:referenced_kib] ? format("; first round touched %.1f MiB", data[:referenced_kib] / 1024.0) : "")
   end
 end
 
@@ -243,6 +261,10 @@ fmt_kinds = lambda do |runs, key|
     "#{kind} #{value}" if value.positive?
   end.join("; ")
 end
+touched = lambda do |runs, middle|
+  kib = runs.filter_map { |r| r[:referenced_kib] }
+  kib.empty? ? "" : format(", touched %.1f MiB", middle.call(kib) / 1024.0)
+end
 table = ROWS.keys.map do |name|
   runs = results[name]
   # CPU times as multiples of the promoted worker's round in the same run:
@@ -250,7 +272,7 @@ table = ROWS.keys.map do |name|
   first_x = median.call(runs.map { |r| r[:first][0] / r[:warm][0] }).round(1)
   later_x = median.call(runs.map { |r| r[:later][0] / (r[:warm][0] * (options[:rounds] - 1)) }).round(2)
   [name, median.call(runs.map { |r| r[:warm][0] }),
-    "#{first_x}×, #{median.call(runs.map { |r| r[:first][1] })} faults",
+    "#{first_x}×, #{median.call(runs.map { |r| r[:first][1] })} faults#{touched.call(runs, median)}",
     fmt_kinds.call(runs, :first_kinds),
     "#{later_x}× per round, #{median.call(runs.map { |r| r[:later][1] })} faults",
     fmt_kinds.call(runs, :later_kinds), "#{median.call(runs.map { |r| r[:last_rounds][0] / r[:warm][0] }).round(2)}×",
@@ -260,7 +282,8 @@ header = ["preparation in the mold", "a round in the promoted worker (ms CPU)", 
   "pages it made its own (4 KiB)", "its next #{options[:rounds] - 1} rounds", "pages those made its own",
   "its last 5 rounds", "its GCs, minor/major (each run)", "its USS after them (MiB)"]
 command = "BUNDLE_GEMFILE=test/apps/Gemfile bundle exec ruby bench/refork/first_pages.rb --reps #{options[:reps]} " \
-  "--warm #{options[:warm]} --rounds #{options[:rounds]} --cpu #{options[:cpu]}"
+  "--warm #{options[:warm]} --rounds #{options[:rounds]} --cpu #{options[:cpu]}#{" --referenced" if options[:referenced]}" \
+  "#{" --name #{options[:name]}" unless options[:name] == "refork-first-pages"}"
 markdown = +"# bench/refork/first_pages: what a new worker's first requests copy\n\n"
 run_date ||= Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ")
 herd_revision ||= `git -C #{ROOT} rev-parse --short HEAD`.strip
@@ -275,7 +298,7 @@ markdown << "interleaved, #{(options[:cpu] == "any") ? "on any CPU" : "every pro
 markdown << "multiple of a round in the promoted worker of the same run (its milliseconds in the second column).\n\n"
 markdown << "| #{header.join(" | ")} |\n| #{header.map { "---" }.join(" | ")} |\n"
 table.each { |row| markdown << "| #{row.join(" | ")} |\n" }
-path = File.join(ROOT, "bench/results/refork-first-pages")
+path = File.join(ROOT, "bench/results", options[:name])
 File.write("#{path}.json", JSON.pretty_generate(command: command, date: run_date, herd: herd_revision, loadavg: loadavg,
   options: options.except(:from), results: results))
 notes = File.join(__dir__, "FIRST_PAGES.md")

@@ -46,6 +46,8 @@ class ServerConfigFileTest < Herd::Test
     "refork_after true" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got true",
     "refork_max_unavailable -1" => "refork_max_unavailable must be a whole number >= 0, got -1",
     "refork_max_surge 1.5" => "refork_max_surge must be a whole number >= 0, got 1.5",
+    "refork_min_ready -1" => "refork_min_ready must be a number of seconds >= 0, e.g. 5; got -1",
+    "refork_min_ready '5'" => %(refork_min_ready must be a number of seconds >= 0, e.g. 5; got "5"),
     "refork_max_unavailable 0" => "refork_max_unavailable and refork_max_surge are both 0: a rollout could never " \
       "replace a worker; set refork_max_surge 1 (replacements first) or refork_max_unavailable 1",
     "out_of_band_gc 0" => "out_of_band_gc must be false or a number of allocations > 0, e.g. 10_000; got 0",
@@ -66,9 +68,9 @@ class ServerConfigFileTest < Herd::Test
 
   def test_every_setting_has_its_default_and_its_method
     config = Herd::Server::Config.new
-    assert_equal [Herd::CPU.count, 30, 30, 30, false, 1, 0, true, "config.ru", nil],
-      %i[workers timeout spawn_timeout shutdown_timeout refork_after refork_max_unavailable refork_max_surge prepare_heap rackup
-        pidfile].map { |name| config.public_send(name) }
+    assert_equal [Herd::CPU.count, 30, 30, 30, false, 1, 0, 0, true, "config.ru", nil],
+      %i[workers timeout spawn_timeout shutdown_timeout refork_after refork_max_unavailable refork_max_surge refork_min_ready
+        prepare_heap rackup pidfile].map { |name| config.public_send(name) }
     config = load("workers 3\ntimeout 5\nrefork_after [10, 20]\nprepare_heap compact: true\nrackup 'app.ru'\naccess_log '-'\n")
     assert_equal [3, 5, [10, 20], {compact: true}, "app.ru", "-"],
       [config.workers, config.timeout, config.refork_after, config.prepare_heap, config.rackup, config.access_log]

@@ -97,6 +97,36 @@ class ServerRolloutTest < Herd::Test
     assert_empty in_process_group(@server.pid)
   end
 
+  # refork_min_ready: after a replacement is ready, the next old worker
+  # waits that long. With an hour, the roll stops after the first one:
+  # a TTIN worker started and reported ready afterwards (the monitor went
+  # round its loop meanwhile), and worker 1 of the old generation still
+  # serves. A QUIT then stops everything without waiting out the pause.
+  def test_refork_min_ready_spaces_the_replacements
+    serve(args: ["-w", "2"], config: "refork_min_ready 3600\n")
+    @server.signal("USR2")
+    @server.wait_for(/mold \(gen 1\) ready; replacing older workers 1 at a time, each after the last replacement served 3600 s/)
+    first = @server.wait_for(/worker (\d) \(gen 1\), pid \d+ ready/)[1]
+    @server.signal("TTIN")
+    @server.wait_for(/worker 2 \(gen 1\), pid \d+ ready/)
+    assert_match(/200/, @server.get("/").lines.first)
+    exited = @server.lines.grep(/worker \d \(gen 0\), pid \d+ exited/)
+    assert_equal 1, exited.size, @server.lines.join
+    assert_match(/worker #{first} \(gen 0\)/, exited.first)
+    @server.signal("QUIT")
+    assert @server.wait.success?, @server.lines.join
+    assert_empty in_process_group(@server.pid)
+  end
+
+  # A short pause lets the roll finish: every old worker is replaced.
+  def test_a_roll_with_refork_min_ready_completes
+    serve(args: ["-w", "2"], config: "refork_min_ready 0.3\n")
+    @server.signal("USR2")
+    2.times { |number| @server.wait_for(/worker #{number} \(gen 0\), pid \d+ exited with status 0/) }
+    2.times { |number| @server.wait_for(/worker #{number} \(gen 1\), pid \d+ ready/) }
+    assert_match(/200/, @server.get("/").lines.first)
+  end
+
   # Live processes of process group `pgid` (a child the monitor lost would
   # be reparented, no longer its descendant, but still in its group).
   def in_process_group(pgid)

@@ -62,6 +62,7 @@ module Herd
       setting :refork_after, false, SettingChecks.schedule
       setting :refork_max_unavailable, 1, SettingChecks.whole(0)
       setting :refork_max_surge, 0, SettingChecks.whole(0)
+      setting :refork_min_ready, 0, SettingChecks.seconds_or_zero
       setting :out_of_band_gc, OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "10_000")
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
       setting :rackup, "config.ru"

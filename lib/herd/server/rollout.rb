@@ -133,6 +133,7 @@ module Herd
         @reforks_since_boot = (@kind == :reload) ? 0 : @reforks_since_boot + 1
         @booted_generation = mold.generation if @kind == :reload
         @next_refork_at = 0.0
+        @last_ready_at = nil # the first old worker goes at once
         @backoff.reset if @kind == :reload
         log("mold (gen #{mold.generation}) ready; replacing older workers #{pace}")
         @children.molds.each do |child|
@@ -191,7 +192,7 @@ module Herd
       def roll_out(target, spawn: true)
         mold = current_mold
         old = @children.workers.select { |child| child.generation < @generation }
-        return if old.empty? || !mold
+        return if old.empty? || !mold || pacing?
 
         # Old workers nothing replaces yet. The one that forked the new mold
         # first: its pages are shared with that mold now, so every page it
@@ -205,6 +206,7 @@ module Herd
       # A worker said it is ready: the one it replaces (a surge) stops.
       # @param child [Child]
       def worker_ready(child)
+        @last_ready_at = Clock.now if child.worker? && child.generation == @generation
         old = child.replaces or return
 
         child.replaces = nil
@@ -244,6 +246,17 @@ module Herd
 
       private
 
+      # refork_min_ready: the next old worker is replaced only once the
+      # newest replacement has served that long. A new worker's first
+      # requests cost it several times a warm one's (it copies what they
+      # write and, on some VMs, pays for each page it touches the first
+      # time: bench/refork/FIRST_PAGES.md); spaced out, that cost is spread
+      # over the roll instead of taken from one stretch of it.
+      def pacing?
+        pause = config.refork_min_ready
+        pause.positive? && @last_ready_at && Clock.now - @last_ready_at < pause
+      end
+
       def surge(waiting, mold)
         waiting.first(surge_room).each do |child|
           @spawner.spawn_worker(child.number, @generation, mold, replaces: child)
@@ -269,6 +282,10 @@ module Herd
       end
 
       def pace
+        "#{budgets}#{", each after the last replacement served #{config.refork_min_ready} s" if config.refork_min_ready.positive?}"
+      end
+
+      def budgets
         surge, unavailable = config.refork_max_surge, config.refork_max_unavailable
         return "#{unavailable} at a time" if surge.zero?
         return "#{surge} at a time, each forked before the worker it replaces stops" if unavailable.zero?

@@ -68,6 +68,15 @@ module Herd
         end
       end
 
+      # @return [Proc] a number of seconds >= 0
+      def seconds_or_zero
+        lambda do |name, value|
+          return if value.is_a?(Numeric) && value >= 0
+
+          raise ConfigError, "#{name} must be a number of seconds >= 0, e.g. 5; got #{value.inspect}"
+        end
+      end
+
       # @param example [String] shown in the message
       # @param what [String] what the number counts
       # @return [Proc] false, or a whole number > 0
