@@ -228,7 +228,7 @@ abort "bench/refork/first_pages: Linux only (/proc/self/pagemap)" unless File.ex
 results = Hash.new { |h, k| h[k] = [] }
 if options[:from]
   earlier = JSON.parse(File.read(options[:from]), symbolize_names: true)
-  options = earlier[:options].merge(from: options[:from])
+  options = options.merge(earlier[:options].except(:name, :from))
   earlier[:results].each { |name, runs| results[name.to_s] = runs }
   run_date = earlier[:date]
   herd_revision = earlier[:herd]
