@@ -25,6 +25,7 @@ require "optparse"
 require "json"
 require "open3"
 require "rbconfig"
+require_relative "scaffold"
 
 ROOT = File.expand_path("../..", __dir__)
 ROWS = {
@@ -38,7 +39,6 @@ ROWS = {
   # (as a booted mold's `warmup` does), then the default preparation.
   "a round in the mold, then promote + pack + seal" => {mold_rounds: 1, compact: false, seal_malloc: true}
 }.freeze
-PATHS_COUNT = 5
 
 options = {reps: 2, warm: 500, rounds: 120, cpu: "0", name: "refork-first-pages", referenced: false}
 OptionParser.new do |opts|
@@ -141,29 +141,13 @@ module PageMap
 end
 
 if ENV["FIRST_PAGES_CHILD"]
-  ENV["RAILS_ENV"] = "production"
-  ENV["SECRET_KEY_BASE"] ||= "x" * 64
-  ENV["RAILS_LOG_LEVEL"] = "warn"
-  require File.join(ENV.fetch("FIRST_PAGES_APP"), "config", "environment")
-  require "rack/mock_request"
   require "fiddle"
-  require "herd"
-  require "herd/memory"
-  app = Rails.application
-  ids = Thing.order(:id).limit(2).pluck(:id)
-  ids = 2.times.map { |i| Thing.create!(name: "thing #{i}", notes: "notes " * 20).id } if ids.size < 2
-  paths = ["/things", "/things/#{ids[0]}", "/things/#{ids[1]}.json", "/things.json", "/things/new"]
-  serve = lambda do |i|
-    status, _, body = app.call(Rack::MockRequest.env_for(paths[i % paths.size], "HTTP_HOST" => "localhost", "REMOTE_ADDR" => "127.0.0.1"))
-    body.each { |_| }
-    body.close if body.respond_to?(:close)
-    raise "status #{status} for #{paths[i % paths.size]}" unless status == 200
-  end
+  serve = ScaffoldInProcess.boot(ENV.fetch("FIRST_PAGES_APP"))
   cpu = -> { Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) }
   faults = -> { File.read("/proc/self/stat").split(") ", 2).last.split[7].to_i }
   round = lambda do
     c, f = cpu.call, faults.call
-    PATHS_COUNT.times(&serve)
+    ScaffoldInProcess::PAGES.times(&serve)
     [((cpu.call - c) * 1000).round(2), faults.call - f]
   end
   rounds = Integer(ENV.fetch("FIRST_PAGES_ROUNDS"))
@@ -234,7 +218,7 @@ if options[:from]
   herd_revision = earlier[:herd]
   loadavg = earlier[:loadavg]
 end
-app = options[:from] ? nil : Open3.capture2("bundle", "exec", "ruby", File.join(ROOT, "test/apps/rails/generate.rb"), chdir: ROOT).first.lines.last.chomp
+app = options[:from] ? nil : ScaffoldInProcess.generate
 (options[:from] ? 0 : options[:reps]).times do |rep|
   ROWS.each do |name, heap_options|
     env = {"FIRST_PAGES_CHILD" => "1", "FIRST_PAGES_APP" => app, "FIRST_PAGES_WARM" => options[:warm].to_s,

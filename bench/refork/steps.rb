@@ -21,6 +21,7 @@ require "optparse"
 require "json"
 require "open3"
 require "rbconfig"
+require_relative "scaffold"
 
 ROOT = File.expand_path("../..", __dir__)
 STEPS = {
@@ -40,23 +41,7 @@ OptionParser.new do |opts|
 end.parse!
 
 if ENV["STEPS_CHILD"]
-  ENV["RAILS_ENV"] = "production"
-  ENV["SECRET_KEY_BASE"] ||= "x" * 64
-  ENV["RAILS_LOG_LEVEL"] = "warn"
-  require File.join(ENV.fetch("STEPS_APP"), "config", "environment")
-  require "rack/mock_request"
-  require "herd"
-  require "herd/memory"
-  app = Rails.application
-  ids = Thing.order(:id).limit(2).pluck(:id)
-  ids = 2.times.map { |i| Thing.create!(name: "thing #{i}", notes: "notes " * 20).id } if ids.size < 2
-  paths = ["/things", "/things/#{ids[0]}", "/things/#{ids[1]}.json", "/things.json", "/things/new"]
-  serve = lambda do |i|
-    status, _, body = app.call(Rack::MockRequest.env_for(paths[i % paths.size], "HTTP_HOST" => "localhost", "REMOTE_ADDR" => "127.0.0.1"))
-    body.each { |_| }
-    body.close if body.respond_to?(:close)
-    raise "status #{status} for #{paths[i % paths.size]}" unless status == 200
-  end
+  serve = ScaffoldInProcess.boot(ENV.fetch("STEPS_APP"))
   Integer(ENV.fetch("STEPS_WARM")).times(&serve)
   ActiveRecord::Base.connection_handler.clear_all_connections!
   heap_options = JSON.parse(ENV.fetch("STEPS_OPTIONS"), symbolize_names: true)
@@ -92,7 +77,7 @@ if ENV["STEPS_CHILD"]
   exit
 end
 
-app = Open3.capture2("bundle", "exec", "ruby", File.join(ROOT, "test/apps/rails/generate.rb"), chdir: ROOT).first.lines.last.chomp
+app = ScaffoldInProcess.generate
 rows = (STEPS.keys.map { |name| [name, options[:warm]] } + COLD.map { |name| [name, 0] })
 results = Hash.new { |h, k| h[k] = [] }
 options[:reps].times do |rep|
