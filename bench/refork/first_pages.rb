@@ -22,12 +22,9 @@
 # "exclusively mapped" bit, Linux >= 4.2).
 
 require "optparse"
-require "json"
-require "open3"
-require "rbconfig"
 require_relative "scaffold"
 
-ROOT = File.expand_path("../..", __dir__)
+ROOT = ScaffoldInProcess::ROOT
 ROWS = {
   "nothing" => nil,
   "promote + pack + seal (a promoted mold's default when compaction is not due)" => {compact: false, seal_malloc: true},

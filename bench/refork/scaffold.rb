@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
+require "json"
 require "open3"
+require "rbconfig"
 
 # The Rails scaffold of test/apps, served in process (no socket), for the
 # benches that fork it themselves (steps.rb, first_pages.rb).

@@ -18,12 +18,9 @@
 # (the app booted again each time), the sets interleaved rep by rep.
 
 require "optparse"
-require "json"
-require "open3"
-require "rbconfig"
 require_relative "scaffold"
 
-ROOT = File.expand_path("../..", __dir__)
+ROOT = ScaffoldInProcess::ROOT
 STEPS = {
   "nothing" => nil,
   "promote (minor GCs)" => {compact: false, pack_descriptors: false, seal_malloc: false},
