@@ -56,6 +56,22 @@ module ReforkBench
         "Σ PSS peak ≤ Pitchfork's"], rows)
     end
 
+    # Where each phase's CPU went (runs with a :cpu record).
+    def cpu_table
+      rows = @runs.reject { |run| run[:error] || !run[:cpu] }.flat_map do |run|
+        run[:cpu].map do |phase, data|
+          roles = data[:roles].sort_by { |_, sums| -sums[:cpu] }
+            .map { |role, sums| "#{role} #{sums[:cpu]} s, #{sums[:faults]} faults" }.join("; ")
+          [run[:server], run[:round], phase, data[:seconds], data[:cores], data[:ms_per_response],
+            data[:idle] && "#{(data[:idle] * 100).round(1)}%", roles]
+        end
+      end
+      return "No run recorded its CPU.\n" if rows.empty?
+
+      Bench::Report.markdown_table(["server", "round", "phase", "seconds", "server CPU (cores)", "CPU per response (ms)",
+        "machine idle", "CPU and minor faults by role"], rows)
+    end
+
     def verdict(pass, text)
       pass ? "met (#{text})" : "**not met** (#{text})"
     end
@@ -85,6 +101,15 @@ module ReforkBench
         ## Targets (issue #19 §1)
 
         #{targets}
+        ## Where the CPU went
+
+        Each of the server's processes every #{@options[:interval]} s (/proc/PID/stat: user + system time, minor
+        faults), summed by role over the steady phase, the 5 s from the signal and the phase after the roll;
+        "old" and "new" are the generations before and after the signal. A process that exited loses what
+        it ran after its last sample; the load and the driver run on the same cores (the machine's idle
+        time says whether the server had them all).
+
+        #{cpu_table}
       MD
     end
   end

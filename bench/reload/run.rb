@@ -2,6 +2,7 @@
 
 require "fileutils"
 require_relative "../rails/run"
+require_relative "cpu_breakdown"
 
 module ReloadBench
   RELEASE_INITIALIZER = File.join(__dir__, "release.rb")
@@ -69,7 +70,7 @@ module ReloadBench
     running = RailsBench::Running.new(server, dir: dir, workers: workers, log_path: File.join(work, "#{name}.log"))
     running.start
     stop_path = File.join(work, "#{name}.stop")
-    sampler = Bench::Sampler.new(running.pid, interval: interval, titles: true)
+    sampler = Bench::Sampler.new(running.pid, interval: interval, titles: true, cpu: true)
     client = RailsBench::Client.new(port: running.port, ids: template[:ids], stop_path: stop_path, header: "x-release")
     t0 = HttpBench.now
     sampler.start
@@ -92,6 +93,8 @@ module ReloadBench
     sampler.stop
     result.merge!(analyse(records, sampler.samples, t0: t0, steady_from: steady_from, signaled: signaled, done_at: done_at,
       stopping: stopping, finished: finished, mold: mold))
+    result[:cpu] = CPUBreakdown.new(sampler.samples, server.role, mold[:generation], result[:throughput])
+      .phases(steady: [steady_from, signaled], window: [signaled, signaled + 5.0], after: [done_at + 1.0, stopping])
     result[:events] = running.log[log_mark..].lines.grep(/monitor:|Worker|phase|HUP|reload|refork/).map { |l| l.strip[0, 200] }.first(40)
     result
   rescue => e

@@ -16,10 +16,11 @@ module Bench
     #   per process) with titles: true
     attr_reader :samples
 
-    def initialize(pid, interval:, titles: false, &each_sample)
+    def initialize(pid, interval:, titles: false, cpu: false, &each_sample)
       @pid = pid
       @interval = interval
       @titles = titles
+      @cpu = cpu
       @each_sample = each_sample
       @samples = []
       @mutex = Mutex.new
@@ -51,6 +52,7 @@ module Bench
       rows = self.class.rows(@pid)
       sample = {t: now, pss: (rows.sum { |row| row.sample.pss } / MIB).round(2), processes: rows.size}
       sample[:rows] = rows.map { |row| [row.pid, row.title.to_s[0, 60], (row.sample.pss / MIB).round(2)] } if @titles
+      sample[:cpu] = self.class.cpu(rows) if @cpu
       @mutex.synchronize { @samples << sample }
       @each_sample&.call(sample)
       sample
@@ -63,6 +65,22 @@ module Bench
     end
 
     Row = Struct.new(:pid, :title, :sample)
+
+    # Each process's CPU and minor faults so far (`cpu: true`), and the
+    # machine's busy and idle time: bench/refork tells from them where a
+    # window's CPU went.
+    # @return [Hash] :processes {pid => [title, minor faults, user + system seconds]}, :busy, :idle (seconds)
+    def self.cpu(rows)
+      processes = rows.each_with_object({}) do |row, table|
+        fields = File.read("/proc/#{row.pid}/stat").split(") ", 2).last.split
+        table[row.pid] = [row.title.to_s[0, 60], fields[7].to_i, (fields[11].to_i + fields[12].to_i) / HttpBench::TICKS]
+      rescue SystemCallError
+        next
+      end
+      user, nice, system, idle, iowait, irq, softirq, steal = File.read("/proc/stat")[/^cpu\s+(.*)$/, 1].split.map(&:to_i)
+      {processes: processes, busy: (user + nice + system + irq + softirq + steal) / HttpBench::TICKS,
+       idle: (idle + iowait) / HttpBench::TICKS}
+    end
 
     # The rows of Herd::Memory.tree(pid), plus any process of the server's
     # process group that left the tree: Puma fork_worker's workers 1-3 are
