@@ -23,8 +23,9 @@ module Herd
     # with the mold, the worker copies page by page on its first requests,
     # and it is better done before any client waits on it. On bench/refork
     # (a Rails app reforked under load, on a VM where a copy-on-write fault
-    # costs ~15 µs and the cold page it leaves as much again) p99 during the
-    # roll fell from 294-326 ms to 51-71 ms.
+    # costs ~15 µs and a new process pays 5-11 µs for each page it first
+    # touches, bench/refork/FIRST_PAGES.md) p99 during the roll fell from
+    # 294-326 ms to 51-71 ms.
     # @api private
     class Warmup
       # @return [Array<String>] paths, each starting with "/"
