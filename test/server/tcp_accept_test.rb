@@ -25,8 +25,8 @@ class TCPAcceptTest < Herd::Test
     TCPSocket.new(server.local_address.ip_address, server.local_address.ip_port).tap { |client| @clients << client }
   end
 
-  def c_accept(server = @server)
-    Herd::Server::TCPAccept.accept(server.fileno, TCPSocket)&.tap { |socket, _| @clients << socket }
+  def c_accept(server = @server, direct: true)
+    Herd::Server::TCPAccept.accept(server.fileno, TCPSocket, direct)&.tap { |socket, _| @clients << socket }
   end
 
   def shape(socket)
@@ -50,6 +50,27 @@ class TCPAcceptTest < Herd::Test
     assert_equal Encoding::BINARY, address.encoding
     socket.write("hello")
     assert_equal "hello", @clients.first.read(5)
+  end
+
+  # The socket made without for_fd (no fstat) is the one for_fd makes,
+  # BasicSocket.do_not_reverse_lookup either way included.
+  def test_made_directly_or_through_for_fd_the_same
+    [true, false].each do |lookup|
+      BasicSocket.do_not_reverse_lookup = lookup
+      peers = Array.new(2) { connect }
+      direct, = wait_for { c_accept }
+      through_for_fd, = wait_for { c_accept(direct: false) }
+      assert_equal shape(through_for_fd), shape(direct)
+      assert_equal lookup, direct.do_not_reverse_lookup
+      direct.write("both")
+      through_for_fd.write("ways")
+      said = peers.to_h { [_1.read(4), _1] }
+      assert_equal %w[both ways], said.keys.sort
+      direct.close
+      assert_equal "", said["both"].read, "closing the socket closes its descriptor"
+    end
+  ensure
+    BasicSocket.do_not_reverse_lookup = true
   end
 
   def test_ipv6

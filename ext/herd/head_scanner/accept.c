@@ -13,6 +13,7 @@
  * compares the two.
  */
 #include <ruby.h>
+#include <ruby/io.h>
 #include <errno.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -23,25 +24,51 @@
 void herd_init_tcp_accept(VALUE herd);
 
 #ifdef HAVE_ACCEPT4
-static ID id_for_fd;
+static ID id_for_fd, id_do_not_reverse_lookup, id_set_do_not_reverse_lookup;
 
+/* The socket object around a descriptor accept4 just returned. for_fd
+ * checks first that the descriptor is a socket, with an fstat: a system
+ * call per request for what accept4 already told us. Where Ruby's IO
+ * structure is there to fill (rb_io_make_open_file, the fd and mode
+ * members; extconf.rb checks for each), the object is made as for_fd makes
+ * it without that check: read-write, duplex, binary, synchronized, and
+ * BasicSocket.do_not_reverse_lookup copied through its public setter.
+ * kgio (Unicorn) did the same. Elsewhere, for_fd. */
 static VALUE for_fd(VALUE wrap) {
   VALUE *args = (VALUE *)wrap;
+#if defined(HAVE_RB_IO_MAKE_OPEN_FILE) && defined(HAVE_RB_IO_T_FD) && defined(HAVE_RB_IO_T_MODE)
+  if (args[2] == Qtrue) {
+    args[3] = Qfalse; /* not owned yet: a raise here leaves it to tcp_accept */
+    VALUE socket = rb_obj_alloc(args[0]);
+    rb_io_t *fptr = rb_io_make_open_file(socket);
+    fptr->fd = NUM2INT(args[1]);
+    args[3] = Qtrue; /* the socket owns it now: its GC closes it */
+    fptr->mode = FMODE_READWRITE | FMODE_DUPLEX;
+    rb_io_ascii8bit_binmode(socket);
+    rb_io_synchronized(fptr);
+    if (RTEST(rb_funcall(args[0], id_do_not_reverse_lookup, 0))) rb_funcall(socket, id_set_do_not_reverse_lookup, 1, Qtrue);
+    return socket;
+  }
+#endif
   return rb_funcall(args[0], id_for_fd, 1, args[1]);
 }
 
-/* Herd::Server::TCPAccept.accept(listener_fd, socket_class)
+/* Herd::Server::TCPAccept.accept(listener_fd, socket_class, direct = true)
  * As Ruby's accept_nonblock: the GVL is held throughout, so no other thread
  * can raise into this one between accept4 and the descriptor's wrapping, and
  * interrupts already pending are taken first, while no descriptor exists.
  * That needs a non-blocking listener (Listener#accept_with makes it one;
  * Ruby's accept_nonblock makes it one on each call, with the fcntl this
  * saves).
+ * direct false wraps the client with socket_class.for_fd, whatever was
+ * built (tests compare the two).
  * @return [Array(BasicSocket, String), nil] the client (a socket_class made
  *   with for_fd) and its address (nil if it cannot be told); nil when there
  *   was no connection to take (EAGAIN, ECONNABORTED, EPROTO, EINTR)
  * @raise [SystemCallError] for any other error (EMFILE...) */
-static VALUE tcp_accept(VALUE self, VALUE listener, VALUE socket_class) {
+static VALUE tcp_accept(int argc, VALUE *argv, VALUE self) {
+  VALUE listener, socket_class, direct;
+  rb_scan_args(argc, argv, "21", &listener, &socket_class, &direct);
   int fd = NUM2INT(listener);
   rb_thread_check_ints();
   struct sockaddr_storage address;
@@ -54,13 +81,18 @@ static VALUE tcp_accept(VALUE self, VALUE listener, VALUE socket_class) {
     rb_syserr_fail(error, "accept4");
   }
   rb_update_max_fd(client);
-  VALUE wrap[2] = {socket_class, INT2NUM(client)};
+  VALUE wrap[4] = {socket_class, INT2NUM(client), (direct == Qfalse) ? Qfalse : Qtrue, Qnil};
   int state = 0;
   VALUE socket = rb_protect(for_fd, (VALUE)wrap, &state);
-  /* for_fd raised: a signal's handler, run as the call returned, after the
+  /* Something raised: a signal's handler, run as a call returned, after the
    * socket owned the descriptor (its GC closes it; closing it here could
-   * close a later one that got the same number), or no memory before. */
-  if (state) rb_jump_tag(state);
+   * close a later one that got the same number), or no memory before. The
+   * direct way knows which; for_fd's raises before owning it only for no
+   * memory. */
+  if (state) {
+    if (wrap[3] == Qfalse) close(client);
+    rb_jump_tag(state);
+  }
 
   char host[NI_MAXHOST];
   VALUE remote = Qnil;
@@ -76,7 +108,9 @@ void herd_init_tcp_accept(VALUE herd) {
 #ifdef HAVE_ACCEPT4
   VALUE server = rb_define_module_under(herd, "Server");
   VALUE module = rb_define_module_under(server, "TCPAccept");
-  rb_define_singleton_method(module, "accept", tcp_accept, 2);
+  rb_define_singleton_method(module, "accept", tcp_accept, -1);
   id_for_fd = rb_intern("for_fd");
+  id_do_not_reverse_lookup = rb_intern("do_not_reverse_lookup");
+  id_set_do_not_reverse_lookup = rb_intern("do_not_reverse_lookup=");
 #endif
 }
