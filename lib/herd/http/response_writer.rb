@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "socket"
 require "rack/utils"
 require_relative "errors"
 require_relative "http_date"
@@ -27,6 +28,7 @@ module Herd
       CLIENT_GONE = [Errno::EPIPE, Errno::ECONNRESET, Errno::ENOTCONN, Errno::ESHUTDOWN, IOError].freeze
       # A response with this many Array parts or fewer goes out in one write(2).
       MAX_GATHERED_PARTS = 64
+      MSG_MORE = defined?(Socket::MSG_MORE) ? Socket::MSG_MORE : nil
       # ASCII-only body parts up to this many bytes in all are copied behind the
       # head: one String and one write instead of a gathering write's arguments.
       MAX_COPIED_BODY = 8 * 1024
@@ -148,7 +150,7 @@ module Herd
         head = STATUS_LINES[status].dup
         length = @fast_path.response(head, status, headers, body, HTTPDate.closing_lines) or return false
         commit(status)
-        write_one(head)
+        write_last(head)
         @bytes_sent += length
         true
       end
@@ -215,7 +217,7 @@ module Herd
         # bytes above 127 could raise Encoding::CompatibilityError.
         if length <= MAX_COPIED_BODY && parts.all?(&:ascii_only?)
           parts.each { |part| head << part }
-          write_one(head)
+          write_last(head)
         else
           write_raw(head, *parts)
         end
@@ -298,6 +300,22 @@ module Herd
       # One String: no Array for a splat (two per response otherwise).
       def write_one(string)
         @io.write(string)
+      rescue *CLIENT_GONE => e
+        raise ClientDisconnected, "client went away: #{e.message}"
+      end
+
+      # A whole response in one String, the socket closed right after it
+      # (Transaction#respond): on TCP, sent with MSG_MORE, so that the kernel
+      # holds the last segment the moment until the close and sends it with
+      # the FIN: 8 segments per request on loopback instead of 10, and
+      # 0.92x the CPU per request (bench/results/http-paired-fin-with-data.md).
+      # Only where nothing can run between this write and the close: a
+      # hijack never comes here.
+      def write_last(string)
+        return write_one(string) unless MSG_MORE && @io.is_a?(TCPSocket)
+
+        sent = @io.send(string, MSG_MORE)
+        write_one(string.byteslice(sent..)) if sent < string.bytesize
       rescue *CLIENT_GONE => e
         raise ClientDisconnected, "client went away: #{e.message}"
       end

@@ -124,7 +124,9 @@ module Herd
         error = nil
         unless @writer.detached?
           @writer.write(status, headers, body)
-          partial_hijack if @writer.hijack
+          # The response is whole: the client gets its end now, not after
+          # body.close and rack.response_finished (which may take the app a while).
+          @writer.hijack ? partial_hijack : close_quietly(@client)
         end
       rescue InvalidResponse => e
         error = e

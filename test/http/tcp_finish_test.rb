@@ -1,0 +1,93 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "socket"
+require "herd/http"
+
+module Herd
+  # How a response ends on TCP: the client has the whole response and its
+  # end of stream as soon as the last byte is written, before body.close
+  # and rack.response_finished run; the last write goes with MSG_MORE (the
+  # FIN rides with the data), and a short send is completed.
+  class HTTPTCPFinishTest < Test
+    GET = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+    def setup
+      @listener = TCPServer.new("127.0.0.1", 0)
+      @client = TCPSocket.new("127.0.0.1", @listener.local_address.ip_port)
+      @server = @listener.accept
+    end
+
+    def teardown
+      [@client, @server, @listener].each { |io| io.close unless io.nil? || io.closed? }
+    end
+
+    def handle(app)
+      Thread.new { HTTP::Handler.new(app).call(@server, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80) }
+    end
+
+    # A slow body.close or response_finished callback (a log flush, metrics)
+    # must not hold the client: it reads to EOF while either still waits.
+    def test_the_client_has_its_eof_before_a_slow_body_close
+      assert_client_done_while(:body_close)
+    end
+
+    def test_the_client_has_its_eof_before_slow_response_finished_callbacks
+      assert_client_done_while(:response_finished)
+    end
+
+    def assert_client_done_while(slow)
+      release = Queue.new
+      started = Queue.new
+      body = ["hello"]
+      body.define_singleton_method(:close) { started << :body_close && release.pop } if slow == :body_close
+      app = lambda do |env|
+        env["rack.response_finished"] << ->(*) { started << :response_finished && release.pop } if slow == :response_finished
+        [200, {"content-type" => "text/plain"}, body]
+      end
+      @client.write(GET)
+      handler = handle(app)
+      response = Timeout.timeout(5) { @client.read }
+
+      assert_match(/\AHTTP\/1\.1 200 OK\r\n.*\r\n\r\nhello\z/m, response)
+      assert_equal slow, Timeout.timeout(5) { started.pop }
+      assert handler.alive?, "#{slow} still runs while the client has read everything"
+      release << :go
+      exchange = Timeout.timeout(5) { handler.value }
+      assert_equal 200, exchange.status
+      assert_nil exchange.error
+    ensure
+      release << :go
+      handler&.join(5)
+    end
+
+    def test_the_last_write_goes_with_msg_more_and_a_short_send_is_completed
+      flags = []
+      # The kernel may take less than asked; here it always does.
+      @server.define_singleton_method(:send) do |string, flag|
+        flags << flag
+        super(string.byteslice(0, 10), flag)
+      end
+      body = "x" * 5000
+      @client.write(GET)
+      exchange = Timeout.timeout(5) { handle(->(_env) { [200, {"content-type" => "text/plain"}, [body]] }).value }
+      response = Timeout.timeout(5) { @client.read }
+
+      assert_equal [Socket::MSG_MORE], flags
+      assert response.end_with?("\r\n\r\n#{body}"), "the whole body arrived"
+      assert_equal response.bytesize, exchange.bytes_sent + response.index("\r\n\r\n") + 4
+    end
+
+    # Streamed bodies and partial hijacks write as before: no MSG_MORE.
+    def test_a_streamed_body_is_not_held
+      flags = []
+      @server.define_singleton_method(:send) { |*args| flags << args.last && super(*args) }
+      @client.write(GET)
+      body = Enumerator.new { |out| out << "a" << "b" }
+      Timeout.timeout(5) { handle(->(_env) { [200, {}, body] }).value }
+
+      assert_match(/1\r\na\r\n1\r\nb\r\n0\r\n\r\n\z/, Timeout.timeout(5) { @client.read })
+      assert_empty flags
+    end
+  end
+end
