@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "socket"
+require "stringio"
 require "herd/http"
 
 module Herd
@@ -34,6 +35,24 @@ module Herd
 
     def test_the_client_has_its_eof_before_slow_response_finished_callbacks
       assert_client_done_while(:response_finished)
+    end
+
+    # The same when the application raised: its 500 is not held either.
+    def test_a_500_reaches_the_client_before_slow_response_finished_callbacks
+      release = Queue.new
+      app = lambda do |env|
+        env["rack.response_finished"] << ->(*) { release.pop }
+        raise "broken"
+      end
+      @client.write(GET)
+      handler = HTTP::Handler.new(app, HTTP::Options.new(errors: StringIO.new, logger: StringIO.new))
+      thread = Thread.new { handler.call(@server, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80) }
+
+      assert_match(/\AHTTP\/1\.1 500 /, Timeout.timeout(5) { @client.read })
+      assert thread.alive?
+    ensure
+      release << :go
+      thread&.join(5)
     end
 
     def assert_client_done_while(slow)
@@ -76,6 +95,79 @@ module Herd
       assert_equal [Socket::MSG_MORE], flags
       assert response.end_with?("\r\n\r\n#{body}"), "the whole body arrived"
       assert_equal response.bytesize, exchange.bytes_sent + response.index("\r\n\r\n") + 4
+    end
+
+    # Bytes the client sent that herd never reads (a stray CRLF after a
+    # body, a pipelined request) make close(2) send a reset, which drops
+    # whatever the socket still holds: the response must be out before.
+    def test_unread_input_does_not_cost_the_response
+      extra = "GET /second HTTP/1.1\r\nHost: x\r\n\r\n"
+      server = @server
+      app = lambda do |_env|
+        @client.write(extra)
+        IO.select([server], nil, nil, 5) # the extra bytes wait, unread, in the server's socket
+        [200, {"content-type" => "text/plain"}, ["hello"]]
+      end
+      @client.write(GET)
+      exchange = Timeout.timeout(5) { handle(app).value }
+      received = +""
+      begin
+        Timeout.timeout(5) { loop { received << @client.readpartial(4096) } }
+      rescue EOFError, Errno::ECONNRESET
+        nil
+      end
+
+      assert_equal 200, exchange.status
+      assert_match(/\AHTTP\/1\.1 200 OK\r\n.*\r\n\r\nhello\z/m, received)
+    end
+
+    # An exception landing after the send still lets the response go.
+    def test_the_response_goes_even_when_the_send_is_interrupted
+      released = Queue.new
+      @server.define_singleton_method(:send) { |*args| super(*args).tap { raise Interrupt, "landed after the send" } }
+      body = ["hello"]
+      body.define_singleton_method(:close) { released.pop }
+      @client.write(GET)
+      handler = Thread.new do
+        HTTP::Handler.new(->(_env) { [200, {"content-type" => "text/plain"}, body] })
+          .call(@server, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80)
+      rescue Interrupt
+        :interrupted
+      end
+      response = Timeout.timeout(5) { @client.read }
+
+      assert_match(/\r\n\r\nhello\z/, response)
+      assert handler.alive?, "body.close still waits: the response did not wait for it"
+    ensure
+      released << :go
+      handler&.join(5)
+    end
+
+    # A child the application forked keeps the descriptor open after the
+    # worker closes it: the client must get its end all the same.
+    def test_a_child_holding_the_socket_does_not_hold_the_client
+      assert_eof_while_a_child_holds_the_socket(["hello"], /\r\n\r\nhello\z/)
+    end
+
+    def test_a_child_holding_the_socket_does_not_hold_a_streamed_response
+      assert_eof_while_a_child_holds_the_socket(Enumerator.new { |out| out << "hello" }, /hello\r\n0\r\n\r\n\z/)
+    end
+
+    def assert_eof_while_a_child_holds_the_socket(body, ending)
+      child = nil
+      app = lambda do |_env|
+        child = Process.fork { sleep 30 }
+        [200, {"content-type" => "text/plain"}, body]
+      end
+      @client.write(GET)
+      Timeout.timeout(5) { handle(app).value }
+
+      assert_match ending, Timeout.timeout(5) { @client.read }
+    ensure
+      if child
+        Process.kill(:KILL, child)
+        Process.wait(child)
+      end
     end
 
     # Streamed bodies and partial hijacks write as before: no MSG_MORE.

@@ -52,6 +52,16 @@ class TCPAcceptTest < Herd::Test
     assert_equal "hello", @clients.first.read(5)
   end
 
+  # On CRuby one of the two ways to make the socket without for_fd is there
+  # (Ruby >= 3.3's rb_io_open_descriptor, or the IO structure before): if
+  # extconf stopped finding it, the comparison below would compare for_fd
+  # with itself.
+  def test_the_socket_is_made_without_for_fd_on_cruby
+    skip "CRuby only" unless RUBY_ENGINE == "ruby"
+
+    assert Herd::Server::TCPAccept::DIRECT, "extconf found neither rb_io_open_descriptor nor rb_io_t's fd and mode"
+  end
+
   # The socket made without for_fd (no fstat) is the one for_fd makes,
   # BasicSocket.do_not_reverse_lookup either way included.
   def test_made_directly_or_through_for_fd_the_same

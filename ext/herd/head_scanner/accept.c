@@ -28,24 +28,38 @@ static ID id_for_fd, id_do_not_reverse_lookup, id_set_do_not_reverse_lookup;
 
 /* The socket object around a descriptor accept4 just returned. for_fd
  * checks first that the descriptor is a socket, with an fstat: a system
- * call per request for what accept4 already told us. Where Ruby's IO
- * structure is there to fill (rb_io_make_open_file, the fd and mode
- * members; extconf.rb checks for each), the object is made as for_fd makes
- * it without that check: read-write, duplex, binary, synchronized, and
- * BasicSocket.do_not_reverse_lookup copied through its public setter.
- * kgio (Unicorn) did the same. Elsewhere, for_fd. */
+ * call per request for what accept4 already told us. The object is made as
+ * for_fd makes it, without that check: read-write, duplex, binary,
+ * synchronized, and BasicSocket.do_not_reverse_lookup copied through its
+ * public setter. kgio (Unicorn) did the same. Ruby 3.3 has a function for it
+ * (rb_io_open_descriptor) and deprecates filling the IO structure; before,
+ * the structure is filled (rb_io_make_open_file, the fd and mode members).
+ * extconf.rb checks for each; without either, for_fd. */
+#if defined(HAVE_RB_IO_OPEN_DESCRIPTOR)
+#define HERD_DIRECT_SOCKET 1
+static VALUE open_socket(VALUE klass, int fd) {
+  return rb_io_open_descriptor(klass, fd, FMODE_READWRITE | FMODE_DUPLEX | FMODE_SYNC, Qnil, Qnil, NULL);
+}
+#elif defined(HAVE_RB_IO_MAKE_OPEN_FILE) && defined(HAVE_RB_IO_T_FD) && defined(HAVE_RB_IO_T_MODE)
+#define HERD_DIRECT_SOCKET 1
+static VALUE open_socket(VALUE klass, int fd) {
+  VALUE socket = rb_obj_alloc(klass);
+  rb_io_t *fptr = rb_io_make_open_file(socket);
+  fptr->fd = fd;
+  fptr->mode = FMODE_READWRITE | FMODE_DUPLEX;
+  rb_io_synchronized(fptr);
+  return socket;
+}
+#endif
+
 static VALUE for_fd(VALUE wrap) {
   VALUE *args = (VALUE *)wrap;
-#if defined(HAVE_RB_IO_MAKE_OPEN_FILE) && defined(HAVE_RB_IO_T_FD) && defined(HAVE_RB_IO_T_MODE)
+#ifdef HERD_DIRECT_SOCKET
   if (args[2] == Qtrue) {
     args[3] = Qfalse; /* not owned yet: a raise here leaves it to tcp_accept */
-    VALUE socket = rb_obj_alloc(args[0]);
-    rb_io_t *fptr = rb_io_make_open_file(socket);
-    fptr->fd = NUM2INT(args[1]);
+    VALUE socket = open_socket(args[0], NUM2INT(args[1]));
     args[3] = Qtrue; /* the socket owns it now: its GC closes it */
-    fptr->mode = FMODE_READWRITE | FMODE_DUPLEX;
     rb_io_ascii8bit_binmode(socket);
-    rb_io_synchronized(fptr);
     if (RTEST(rb_funcall(args[0], id_do_not_reverse_lookup, 0))) rb_funcall(socket, id_set_do_not_reverse_lookup, 1, Qtrue);
     return socket;
   }
@@ -62,8 +76,8 @@ static VALUE for_fd(VALUE wrap) {
  * saves).
  * direct false wraps the client with socket_class.for_fd, whatever was
  * built (tests compare the two).
- * @return [Array(BasicSocket, String), nil] the client (a socket_class made
- *   with for_fd) and its address (nil if it cannot be told); nil when there
+ * @return [Array(BasicSocket, String), nil] the client (a socket_class, as
+ *   for_fd makes it) and its address (nil if it cannot be told); nil when there
  *   was no connection to take (EAGAIN, ECONNABORTED, EPROTO, EINTR)
  * @raise [SystemCallError] for any other error (EMFILE...) */
 static VALUE tcp_accept(int argc, VALUE *argv, VALUE self) {
@@ -112,5 +126,10 @@ void herd_init_tcp_accept(VALUE herd) {
   id_for_fd = rb_intern("for_fd");
   id_do_not_reverse_lookup = rb_intern("do_not_reverse_lookup");
   id_set_do_not_reverse_lookup = rb_intern("do_not_reverse_lookup=");
+#ifdef HERD_DIRECT_SOCKET
+  rb_define_const(module, "DIRECT", Qtrue);
+#else
+  rb_define_const(module, "DIRECT", Qfalse);
+#endif
 #endif
 }

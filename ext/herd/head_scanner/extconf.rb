@@ -10,9 +10,12 @@ if ENV["HERD_NO_EXTENSION"] || !have_header("ruby/encoding.h") || !have_func("rb
   File.write("Makefile", "all install clean:\n\t@echo 'herd: the C head scanner is not built; the Ruby parser serves every request'\n")
 else
   have_func("accept4", ["sys/types.h", "sys/socket.h"]) # Linux, the BSDs: Herd::Server::TCPAccept (without it, Ruby's accept)
-  # The accept's socket without for_fd's fstat (accept.c): Ruby's IO structure to fill
-  have_func("rb_io_make_open_file", "ruby/io.h") && have_struct_member("rb_io_t", "fd", "ruby/io.h") &&
-    have_struct_member("rb_io_t", "mode", "ruby/io.h")
+  # The accept's socket without for_fd's fstat (accept.c): Ruby >= 3.3's function for it, or
+  # else Ruby's IO structure to fill
+  unless have_func("rb_io_open_descriptor", "ruby/io.h")
+    have_func("rb_io_make_open_file", "ruby/io.h") && have_struct_member("rb_io_t", "fd", "ruby/io.h") &&
+      have_struct_member("rb_io_t", "mode", "ruby/io.h")
+  end
   have_header("sys/prctl.h") # Linux: Herd::Linux::Native.prctl (without it, Herd::Linux calls prctl through Fiddle)
   $CFLAGS << " -O2 -std=gnu99 -Wall -Wextra -Wno-unused-parameter" # standard:disable Style/GlobalVars -- mkmf reads it
   create_makefile("herd/head_scanner")

@@ -80,6 +80,19 @@ module Herd
         @detached
       end
 
+      # Ends our side of the connection, once: the FIN goes out now (with a
+      # segment #write_last held back), whoever else holds the descriptor (a
+      # child the application forked during the request), and without the
+      # reset that close(2) sends when the client's input was not all read.
+      def end_of_response
+        return if @ended
+
+        @ended = true
+        @io.shutdown(Socket::SHUT_WR) if @io.respond_to?(:shutdown)
+      rescue IOError, SystemCallError
+        nil
+      end
+
       # Writes 100 Continue (the client waits for it before sending its body).
       def continue
         write_one(CONTINUE)
@@ -304,21 +317,28 @@ module Herd
         raise ClientDisconnected, "client went away: #{e.message}"
       end
 
-      # A whole response in one String, the socket closed right after it
-      # (Transaction#respond): on TCP, sent with MSG_MORE, so that the kernel
-      # holds the last segment the moment until the close and sends it with
-      # the FIN: 8 segments per request on loopback instead of 10, and
-      # 0.92x the CPU per request (bench/results/http-paired-fin-with-data.md).
-      # Only where nothing can run between this write and the close: a
-      # hijack never comes here.
+      # A whole response in one String, and nothing after it: on TCP, sent
+      # with MSG_MORE, so that the kernel holds its last segment, then ended
+      # (#end_of_response) with shutdown(SHUT_WR), which sends that segment
+      # and the FIN together: 8 segments per request on loopback instead of
+      # 10 (bench/results/http-paired-fin-with-data.md). The shutdown, not
+      # the close: close(2) on a socket with unread input (a stray CRLF after
+      # a body, a pipelined request) sends a reset and drops what the socket
+      # still holds, the whole response here. In `ensure`: an exception
+      # landing after the send must not leave the response held.
       def write_last(string)
         return write_one(string) unless MSG_MORE && @io.is_a?(TCPSocket)
 
-        sent = @io.send(string, MSG_MORE)
-        write_one(string.byteslice(sent..)) if sent < string.bytesize
+        begin
+          sent = @io.send(string, MSG_MORE)
+          write_one(string.byteslice(sent..)) if sent < string.bytesize
+        ensure
+          end_of_response
+        end
       rescue *CLIENT_GONE => e
         raise ClientDisconnected, "client went away: #{e.message}"
       end
+
 
       def write_raw(*strings)
         @io.write(*strings)

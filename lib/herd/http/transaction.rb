@@ -124,9 +124,7 @@ module Herd
         error = nil
         unless @writer.detached?
           @writer.write(status, headers, body)
-          # The response is whole: the client gets its end now, not after
-          # body.close and rack.response_finished (which may take the app a while).
-          @writer.hijack ? partial_hijack : close_quietly(@client)
+          partial_hijack if @writer.hijack
         end
       rescue InvalidResponse => e
         error = e
@@ -140,9 +138,20 @@ module Herd
         @log.exception("application error while sending #{request_label(prefix: "")}", e)
         fail_response
       ensure
+        end_connection
         close_body(body)
         @exchange.error ||= error
         response_finished(status, headers, error)
+      end
+
+      # The response is whole, or cut short: the client gets its end now,
+      # not after body.close and rack.response_finished, which may take the
+      # application a while. A hijacked socket is the application's.
+      def end_connection
+        return if @exchange.hijacked || @writer.detached?
+
+        @writer.end_of_response
+        close_quietly(@client)
       end
 
       # Partial hijack: the head is written, the application gets the socket.
@@ -158,6 +167,7 @@ module Herd
         @exchange.error = error
         @log.exception("application error in #{request_label(prefix: "")}", error)
         fail_response
+        end_connection
         response_finished(nil, nil, error)
       end
 
