@@ -3,6 +3,8 @@
 require "test_helper"
 require "socket"
 require "io/nonblock"
+require "rbconfig"
+require "timeout"
 require "herd/http"
 require "herd/server/listener"
 
@@ -81,6 +83,34 @@ class TCPAcceptTest < Herd::Test
     end
   ensure
     BasicSocket.do_not_reverse_lookup = true
+  end
+
+  # A client accepted on a standard descriptor (stdin closed) stays open
+  # across exec, as Ruby's own accept leaves it.
+  def test_a_client_on_a_standard_descriptor_is_not_close_on_exec
+    script = <<~RUBY
+      require "socket"
+      require "io/nonblock"
+      require "herd/http"
+      server = TCPServer.new("127.0.0.1", 0)
+      server.nonblock = true
+      client = TCPSocket.new("127.0.0.1", server.local_address.ip_port)
+      require "fiddle" # Ruby never closes descriptors 0-2 itself
+      Fiddle::Function.new(Fiddle.dlopen(nil)["close"], [Fiddle::TYPE_INT], Fiddle::TYPE_INT).call(0)
+      socket = nil
+      socket, = Herd::Server::TCPAccept.accept(server.fileno, TCPSocket) until socket
+      print [socket.fileno, socket.close_on_exec?].inspect
+      client.close
+    RUBY
+    reader, writer = IO.pipe
+    pid = Process.spawn(RbConfig.ruby, "-I", File.expand_path("../../lib", __dir__), "-e", script, in: File::NULL, out: writer)
+    writer.close
+    out = Timeout.timeout(30) { reader.read }
+    _, status = Process.wait2(pid)
+    assert status.success?
+    assert_equal "[0, false]", out
+  ensure
+    reader&.close
   end
 
   def test_ipv6

@@ -95,6 +95,8 @@ static VALUE tcp_accept(int argc, VALUE *argv, VALUE self) {
     rb_syserr_fail(error, "accept4");
   }
   rb_update_max_fd(client);
+  /* Ruby keeps the standard descriptors open across exec; so does its accept. */
+  if (client <= 2) rb_fd_fix_cloexec(client);
   VALUE wrap[4] = {socket_class, INT2NUM(client), (direct == Qfalse) ? Qfalse : Qtrue, Qnil};
   int state = 0;
   VALUE socket = rb_protect(for_fd, (VALUE)wrap, &state);
