@@ -339,7 +339,6 @@ module Herd
         raise ClientDisconnected, "client went away: #{e.message}"
       end
 
-
       def write_raw(*strings)
         @io.write(*strings)
       rescue *CLIENT_GONE => e
