@@ -48,6 +48,14 @@ module Herd
       Open3.capture3(PLAIN_RUBY.merge(env), RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "herd"), *args)
     end
 
+    # Kills a child this test forked and reaps it (nil: nothing was forked).
+    def kill_and_reap(pid)
+      return unless pid
+
+      Process.kill(:KILL, pid)
+      Process.wait(pid)
+    end
+
     # Forks a child that runs the block and reports its value back over a pipe.
     # The child exits with exit! so this process's at_exit hooks never run twice.
     # @return [Object] what the block returned in the child (via Marshal)

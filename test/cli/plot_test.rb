@@ -93,9 +93,6 @@ class PlotTest < Herd::Test
     assert_equal 2, status.exitstatus
     assert_match(/--record needs --watch/, err)
   ensure
-    if child
-      Process.kill(:KILL, child)
-      Process.wait(child)
-    end
+    kill_and_reap(child)
   end
 end

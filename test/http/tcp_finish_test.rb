@@ -164,10 +164,7 @@ module Herd
 
       assert_match ending, Timeout.timeout(5) { @client.read }
     ensure
-      if child
-        Process.kill(:KILL, child)
-        Process.wait(child)
-      end
+      kill_and_reap(child)
     end
 
     # Streamed bodies and partial hijacks write as before: no MSG_MORE.
