@@ -3,13 +3,15 @@
 require "test_helper"
 require "herd/http"
 require_relative "../fixtures/http/malformed_requests"
+require_relative "../fixtures/http/fuzzed_heads"
 
 # The C head scanner against the Ruby parser, its reference: for any head, the
 # scanner returns nil or exactly the Request the Ruby parser returns, and
 # never takes a head the Ruby parser refuses.
 class HeadScannerTest < Herd::Test
+  include Herd::HTTPFixtures::FuzzedHeads
+
   SCANNER = Herd::HTTP::HeadScanner
-  MAX_HEADERS = 8
 
   def setup
     skip "the C head scanner is not built (`rake compile`)" unless SCANNER.built?
@@ -126,41 +128,5 @@ class HeadScannerTest < Herd::Test
     ruby_only.stub(:parse_in_ruby, :ruby) { assert_equal :ruby, ruby_only.parse(head) }
     with_scanner = Herd::HTTP::Parser.new(scanner: SCANNER)
     with_scanner.stub(:parse_in_ruby, :ruby) { assert_kind_of Herd::HTTP::Request, with_scanner.parse(head) }
-  end
-
-  # Good pieces, and bad ones picked one time in ten.
-  METHODS = [%w[GET POST HEAD PUT DELETE PATCH OPTIONS], ["get", "CONNECT", "PROPFIND", "G\x00T"]].freeze
-  TARGETS = [["/", "/a/b", "/a?b=1", "/a?b?c", "/?", "/%2F", "/~!$&'()*+,;=:@"],
-    ["/a#f", "*", "http://h.example/x", "/a b", "/\x80", "", "a"]].freeze
-  VERSIONS = [["HTTP/1.1", "HTTP/1.0"], ["HTTP/2.0", "HTTP/1.10", "http/1.1", "HTTP/1.1 "]].freeze
-  HOSTS = [["example.com", "127.0.0.1:8080", "a:0", "a:", "a:00080", "a:65535", "a%41", "-._~", "[::1]", "[::1]:80", ""],
-    ["a:65536", "a:123456", "a b", "a%4", "a@b", "a:b", "h\x80"]].freeze
-  FIELDS = [
-    ["User-Agent: wrk", "Accept: */*", "accept: text/html", "X-Forwarded-For: 10.0.0.1", "Content-Type: text/plain",
-      "Content-Length: 0", "Content-Length: 5", "Content-Length: 05", "X-Tab:\tv\t", "X-Empty:", "X-Obs: \xC3\xA9",
-      "X-Long: #{"v" * 300}", "Cookie: a=1", "Cookie: b=2", "Transfer-Encoding: chunked", "Expect: 100-continue", "X_Under: 1"],
-    ["Content-Length: -1", "Content-Length: 1 2", "Content-Length: #{"9" * 19}", "X-Ctl: a\x01b", "X-Del: \x7F", "Bad Name: v",
-      "Bad : v", " folded", ": v", "#{"N" * 300}: v", "X-CR: a\rb", "X-LF: a\nb"]
-  ].freeze
-
-  def pick(pieces, random)
-    pieces[random.rand(10).zero? ? 1 : 0].sample(random: random)
-  end
-
-  def assembled(random)
-    line = "#{pick(METHODS, random)} #{pick(TARGETS, random)} #{pick(VERSIONS, random)}"
-    fields = Array.new(random.rand(0..MAX_HEADERS + 1)) { pick(FIELDS, random) }
-    fields.insert(random.rand(0..fields.size), "Host: #{pick(HOSTS, random)}") unless random.rand(12).zero?
-    "#{line}\r\n#{fields.map { |field| "#{field}\r\n" }.join}\r\n".b
-  end
-
-  def mutated(head, random)
-    bytes = head.byteslice(0, head.bytesize - 4).bytes
-    case random.rand(3)
-    when 0 then bytes[random.rand(bytes.size)] = random.rand(256)
-    when 1 then bytes.insert(random.rand(bytes.size + 1), [13, 10, 32, 9, 58, 0, 95, 35, 63, random.rand(256)].sample(random: random))
-    else bytes.delete_at(random.rand(bytes.size))
-    end
-    "#{bytes.pack("C*")}\r\n\r\n".b
   end
 end

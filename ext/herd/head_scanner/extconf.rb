@@ -16,6 +16,7 @@ else
     have_func("rb_io_make_open_file", "ruby/io.h") && have_struct_member("rb_io_t", "fd", "ruby/io.h") &&
       have_struct_member("rb_io_t", "mode", "ruby/io.h")
   end
+  have_func("memmem", "string.h") # HeadScanner.receive, a worker's first read parsed in C (without it, SocketReader)
   have_header("sys/prctl.h") # Linux: Herd::Linux::Native.prctl (without it, Herd::Linux calls prctl through Fiddle)
   $CFLAGS << " -O2 -std=gnu99 -Wall -Wextra -Wno-unused-parameter" # standard:disable Style/GlobalVars -- mkmf reads it
   create_makefile("herd/head_scanner")

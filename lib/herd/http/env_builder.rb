@@ -23,6 +23,41 @@ module Herd
         @constant.freeze
       end
 
+      # The entries set per request, in the order {#build} sets them.
+      PER_REQUEST = %w[REQUEST_METHOD PATH_INFO QUERY_STRING SERVER_PROTOCOL REMOTE_ADDR rack.input rack.response_finished rack.hijack].freeze
+
+      # What every env of a listener's connections starts as, for
+      # {HeadScanner.receive}, which copies it and adds the request's header
+      # fields and request line: the constant entries, the listener's, and
+      # a placeholder (nil) for each entry set per request, so that a copy
+      # has room for them all and setting them never grows its table.
+      # {#complete} sets the rest.
+      # @param server_name [String]
+      # @param server_port [String]
+      # @param url_scheme [String]
+      # @return [Hash] frozen
+      def template(server_name, server_port, url_scheme)
+        template = @constant.merge("SERVER_NAME" => server_name, "SERVER_PORT" => server_port, "rack.url_scheme" => url_scheme)
+        PER_REQUEST.each { |key| template[key] = nil }
+        template.freeze
+      end
+
+      # The env of a request {HeadScanner.receive} parsed from a
+      # {#template}: what only the connection and the transaction know.
+      # (Such a request has no Transfer-Encoding: the scanner leaves those
+      # to the Ruby parser.)
+      # @param request [Request] its headers are the env
+      # @param input [IO] rack.input
+      # @param connection [Connection]
+      # @return [Hash]
+      def complete(request, input, connection)
+        env = request.headers
+        env["REMOTE_ADDR"] = connection.remote_addr
+        env["rack.input"] = input
+        env["rack.response_finished"] = []
+        env
+      end
+
       # The request's header hash becomes the env (no copy).
       # @param request [Request]
       # @param input [IO] rack.input

@@ -54,13 +54,14 @@ module Herd
       # @param url_scheme [String] rack.url_scheme ("http" or "https")
       # @param on_request [#call, nil] called with (method, target) once the head is parsed; a block does the same (a callable made once saves a Proc per request)
       # @param reader [SocketReader, nil] the client's reader when bytes were read already (see {SocketReader#head_decided?}); its head deadline stands
+      # @param request [Request, nil] the head {HeadScanner.receive} read and parsed already, its headers the env begun from {EnvBuilder#template}
       # @yieldparam method [String] called once the head is parsed, before the body is read and the application runs
       # @yieldparam target [String]
       # @return [Exchange]
-      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", on_request: nil, reader: nil, &block)
+      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", on_request: nil, reader: nil, request: nil, &block)
         on_request ||= block
         connection = Connection.new(remote_addr, server_name, server_port.to_s, url_scheme)
-        Transaction.new(self, client, connection, on_request, reader).run
+        Transaction.new(self, client, connection, on_request, reader, request).run
       end
     end
   end

@@ -54,6 +54,15 @@ module Herd
       # @return [Float] when the whole head must be there ({Clock.now} seconds)
       attr_reader :head_deadline
 
+      # Starts the buffer with what was read from the socket already
+      # ({HeadScanner.receive}'s bytes when it did not parse them).
+      # @param data [String] binary, not frozen: the buffer from now on
+      # @return [self]
+      def received(data)
+        append(data)
+        self
+      end
+
       # Reads what the socket has now, without waiting, and says whether
       # {#read_head} can run without waiting: the head is complete, or it can
       # be refused already (invalid so far, connection closed or reset, time

@@ -30,14 +30,17 @@ module Herd
       # @param connection [Connection] remote address, server name and port, URL scheme
       # @param on_request [#call, nil] called with (method, target) once the head is parsed
       # @param reader [SocketReader, nil] the one that read the first bytes already (a worker's held connection)
-      def initialize(handler, client, connection, on_request, reader = nil)
+      # @param request [Request, nil] a head read and parsed in C already ({HeadScanner.receive}), its env begun
+      def initialize(handler, client, connection, on_request, reader = nil, request = nil)
         @handler = handler
         @options = handler.options
         @log = handler.log
         @client = client
         @connection = connection
         @on_request = on_request
-        @reader = reader || SocketReader.new(client, @options.read_timeout)
+        @reader = reader
+        @request = request
+        @env_begun = !request.nil?
         @writer = ResponseWriter.new(client)
         @exchange = Exchange.new
         @exchange.bytes_sent = 0
@@ -69,10 +72,17 @@ module Herd
 
       private
 
+      # Made only when needed: a head received in C with no body needs none.
+      def reader
+        @reader ||= SocketReader.new(@client, @options.read_timeout)
+      end
+
       # @return [Boolean] whether a complete request was read
       def receive
-        head = @reader.read_head(@options.max_request_line, @options.max_header_bytes) or return false
-        @request = @handler.parser.parse(head)
+        unless @request
+          head = reader.read_head(@options.max_request_line, @options.max_header_bytes) or return false
+          @request = @handler.parser.parse(head)
+        end
         @writer.answering(@request)
         @exchange.method = @request.method
         @exchange.target = @request.target
@@ -91,7 +101,7 @@ module Herd
       def read_body
         return @input_size = 0 unless @request.body?
 
-        body_reader = BodyReader.new(@reader, @handler.parser, @options)
+        body_reader = BodyReader.new(reader, @handler.parser, @options)
         body_reader.check_length(@request)
         # Sent before reading, whether or not the application will read the body:
         # the body is read before the application runs (see BodyReader).
@@ -103,13 +113,14 @@ module Herd
         @exchange.error = error
         @log.line("#{error.status} #{ResponseWriter::REASONS[error.status]} for #{@connection.remote_addr}#{request_label}: #{error.message}")
         @writer.error(error.status)
-        @reader.discard_available
+        reader.discard_available
       rescue ClientDisconnected
         nil
       end
 
       def serve
-        @env = @handler.env_builder.build(@request, @input || EmptyInput::INSTANCE, @input_size, @trailers, @connection)
+        input = @input || EmptyInput::INSTANCE
+        @env = @env_begun ? @handler.env_builder.complete(@request, input, @connection) : @handler.env_builder.build(@request, input, @input_size, @trailers, @connection)
         @env["rack.hijack"] = self
         @env["rack.early_hints"] = @writer.method(:early_hints) if @options.early_hints && @request.http11?
         begin

@@ -69,6 +69,7 @@ module Herd
         @read_timeout = options.read_timeout
         @max_request_line = options.max_request_line
         @max_header_bytes = options.max_header_bytes
+        @max_header_count = options.max_header_count
         @on_request = method(:report_busy) # made once: a block would be a new Proc per request
         @request_hooks = hooks.any?(:after_request_complete)
         @access_log = AccessLog.open(config.access_log)
@@ -94,12 +95,17 @@ module Herd
       private
 
       # herd's C extension, when built and not switched off
-      # (HERD_HEAD_SCANNER=0): accept on TCP listeners, the scoreboard's
-      # writes (the HTTP layer uses its own parts by itself).
+      # (HERD_HEAD_SCANNER=0): accept on TCP listeners, a connection's first
+      # read and its head's parse into the env (HeadScanner.receive, from an
+      # env template per listener), the scoreboard's writes (the HTTP layer
+      # uses its own parts by itself).
       def use_c_extension
         c_extension = HTTP::HeadScanner.unused_reason.nil?
         @listeners.each { |listener| listener.accept_with(TCPAccept) } if c_extension && defined?(TCPAccept)
         @scoreboard&.write_with(ScoreboardSlots) if c_extension && defined?(ScoreboardSlots)
+        return unless c_extension && HTTP::HeadScanner.respond_to?(:receive)
+
+        @env_templates = @listeners.to_h { |listener| [listener, @handler.env_builder.template(listener.host, listener.port_string, "http")] }
       end
 
       def adopted_by_monitor
@@ -176,15 +182,36 @@ module Herd
           client, remote = listener.accept
           return unless client
 
-          reader = HTTP::SocketReader.new(client, @read_timeout)
-          if reader.head_decided?(@max_request_line, @max_header_bytes)
-            serve_client(client, remote, listener, reader)
+          first = receive(client, listener)
+          if first.is_a?(HTTP::Request)
+            serve_client(client, remote, listener, nil, first)
             now_and_then
           else
-            hold(PendingConnections::Pending.new(client, remote, listener, reader))
+            read_head(client, remote, listener, first)
           end
           return unless @pending.empty?
         end
+      end
+
+      # Serves the connection if its head is complete or can be refused,
+      # holds it otherwise.
+      # @param first [String, nil] what {#receive} read of it
+      def read_head(client, remote, listener, first)
+        reader = HTTP::SocketReader.new(client, @read_timeout)
+        reader.received(first) if first
+        if reader.head_decided?(@max_request_line, @max_header_bytes)
+          serve_client(client, remote, listener, reader)
+          now_and_then
+        else
+          hold(PendingConnections::Pending.new(client, remote, listener, reader))
+        end
+      end
+
+      # The connection's first read, and its head parsed into the env when
+      # it is the common case, in C (HeadScanner.receive): a Request, or
+      # the bytes read (a String), or nil for nothing read.
+      def receive(client, listener)
+        @env_templates && HTTP::HeadScanner.receive(client, @env_templates[listener], @max_request_line, @max_header_bytes, @max_header_count)
       end
 
       def hold(pending)
@@ -224,9 +251,9 @@ module Herd
         title_now_and_then(now)
       end
 
-      def serve_client(client, remote, listener, reader)
+      def serve_client(client, remote, listener, reader, request = nil)
         exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
-          server_port: listener.port_string, url_scheme: "http", on_request: @on_request, reader: reader)
+          server_port: listener.port_string, url_scheme: "http", on_request: @on_request, reader: reader, request: request)
         @info.requests += 1
         report_idle
         @access_log&.record(remote, exchange)
