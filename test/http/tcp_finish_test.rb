@@ -27,6 +27,22 @@ module Herd
       Thread.new { HTTP::Handler.new(app).call(@server, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80) }
     end
 
+    # The Ruby send and shutdown (BasicSocket#send, then #shutdown), as
+    # without the C extension, for the tests that stub the socket's #send.
+    def with_ruby_send
+      saved = HTTP::ResponseWriter::FINAL_SEND
+      HTTP::ResponseWriter.send(:remove_const, :FINAL_SEND)
+      HTTP::ResponseWriter.const_set(:FINAL_SEND, nil)
+      yield
+    ensure
+      HTTP::ResponseWriter.send(:remove_const, :FINAL_SEND)
+      HTTP::ResponseWriter.const_set(:FINAL_SEND, saved)
+    end
+
+    def final_send
+      HTTP::ResponseWriter::FINAL_SEND or skip "herd's C extension is not built (`rake compile`)"
+    end
+
     # A slow body.close or response_finished callback (a log flush, metrics)
     # must not hold the client: it reads to EOF while either still waits.
     def test_the_client_has_its_eof_before_a_slow_body_close
@@ -81,6 +97,10 @@ module Herd
     end
 
     def test_the_last_write_goes_with_msg_more_and_a_short_send_is_completed
+      with_ruby_send { assert_short_send_completed }
+    end
+
+    def assert_short_send_completed
       flags = []
       # The kernel may take less than asked; here it always does.
       @server.define_singleton_method(:send) do |string, flag|
@@ -121,8 +141,67 @@ module Herd
       assert_match(/\AHTTP\/1\.1 200 OK\r\n.*\r\n\r\nhello\z/m, received)
     end
 
+    # With the C extension the send and the shutdown are one call: the
+    # whole response, and the client's end of stream with it.
+    def test_the_c_final_send_sends_the_whole_response_and_ends_it
+      sent = []
+      original = final_send.method(:call)
+      final_send.stub(:call, ->(io, string) { sent << string.bytesize && original.call(io, string) }) do
+        @client.write(GET)
+        exchange = Timeout.timeout(5) { handle(->(_env) { [200, {"content-type" => "text/plain"}, ["hello"]] }).value }
+        response = Timeout.timeout(5) { @client.read }
+
+        assert_equal [response.bytesize], sent, "one call, all of it"
+        assert_match(/\r\n\r\nhello\z/, response)
+        assert_equal 5, exchange.bytes_sent
+      end
+    end
+
+    # The kernel takes what fits: the rest is the caller's to write, and
+    # the connection is not shut down before it is.
+    def test_a_short_c_final_send_leaves_the_rest_and_the_end_to_the_caller
+      small_buffers
+      string = "x" * 4_000_000
+      sent = final_send.call(@server, string)
+      assert_operator sent, :>, 0
+      assert_operator sent, :<, string.bytesize
+      writer = Thread.new { @server.write(string.byteslice(sent..)) }
+      received = +""
+      Timeout.timeout(10) { received << @client.readpartial(65_536) while received.bytesize < string.bytesize }
+      writer.join(5)
+      assert_equal string, received
+      assert_nil IO.select([@client], nil, nil, 0.2), "no end of stream before the caller's shutdown"
+      @server.shutdown(Socket::SHUT_WR)
+      assert_nil Timeout.timeout(5) { @client.read(1) }
+    end
+
+    # When nothing fits, 0: never a wait with the GVL held.
+    def test_a_c_final_send_into_a_full_buffer_sends_nothing
+      small_buffers
+      results = Array.new(400) { final_send.call(@server, "x" * 65_536) }
+      assert_includes results, 0
+    end
+
+    def small_buffers
+      @server.setsockopt(Socket::SOL_SOCKET, Socket::SO_SNDBUF, 4096)
+    end
+
+    def test_a_c_final_send_to_a_gone_client_raises_as_basic_socket_send_does
+      @client.close
+      error = assert_raises(SystemCallError) do
+        # The first send may still be taken; the reset makes a later one fail.
+        5.times { final_send.call(@server, "x" * 100_000) && sleep(0.05) }
+      end
+      assert_kind_of(Errno::EPIPE.superclass, error)
+      assert_includes [Errno::EPIPE, Errno::ECONNRESET], error.class
+    end
+
     # An exception landing after the send still lets the response go.
     def test_the_response_goes_even_when_the_send_is_interrupted
+      with_ruby_send { assert_response_goes_when_the_send_is_interrupted }
+    end
+
+    def assert_response_goes_when_the_send_is_interrupted
       released = Queue.new
       @server.define_singleton_method(:send) { |*args| super(*args).tap { raise Interrupt, "landed after the send" } }
       body = ["hello"]
@@ -171,12 +250,20 @@ module Herd
     def test_a_streamed_body_is_not_held
       flags = []
       @server.define_singleton_method(:send) { |*args| flags << args.last && super(*args) }
+      final_sends = []
       @client.write(GET)
       body = Enumerator.new { |out| out << "a" << "b" }
-      Timeout.timeout(5) { handle(->(_env) { [200, {}, body] }).value }
+      stub_final_send(final_sends) { Timeout.timeout(5) { handle(->(_env) { [200, {}, body] }).value } }
 
       assert_match(/1\r\na\r\n1\r\nb\r\n0\r\n\r\n\z/, Timeout.timeout(5) { @client.read })
       assert_empty flags
+      assert_empty final_sends
+    end
+
+    def stub_final_send(calls, &block)
+      return yield unless HTTP::ResponseWriter::FINAL_SEND
+
+      HTTP::ResponseWriter::FINAL_SEND.stub(:call, ->(*args) { calls << args }, &block)
     end
   end
 end

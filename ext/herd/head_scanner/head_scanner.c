@@ -293,6 +293,7 @@ static VALUE setup(VALUE self, VALUE request, VALUE method_strings, VALUE v11, V
 }
 
 void herd_init_field_lines(VALUE http); /* field_lines.c */
+void herd_init_final_send(VALUE http);  /* final_send.c */
 void herd_init_tcp_accept(VALUE herd);  /* accept.c */
 void herd_init_scoreboard_slots(VALUE herd); /* scoreboard_slots.c */
 void herd_init_prctl(VALUE herd); /* prctl.c */
@@ -312,6 +313,7 @@ void Init_head_scanner(void) {
   key_server_protocol = env_constant("SERVER_PROTOCOL");
   request_class = methods = version_11 = version_10 = empty_query = Qnil;
   herd_init_field_lines(http);
+  herd_init_final_send(http);
   herd_init_tcp_accept(herd);
   herd_init_scoreboard_slots(herd);
   herd_init_prctl(herd);

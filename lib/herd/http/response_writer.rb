@@ -32,6 +32,9 @@ module Herd
       # ASCII-only body parts up to this many bytes in all are copied behind the
       # head: one String and one write instead of a gathering write's arguments.
       MAX_COPIED_BODY = 8 * 1024
+      # The send and shutdown of #write_last in C (ext/herd/head_scanner/final_send.c),
+      # with the rest of the C fast path.
+      FINAL_SEND = (FinalSend if ResponseHeaders::FAST_PATH && defined?(FinalSend))
       # "HTTP/1.1 200 OK\r\n" for each status, made once.
       STATUS_LINES = Hash.new { |lines, status| lines[status] = "HTTP/1.1 #{status} #{REASONS[status]}\r\n".freeze }
 
@@ -49,6 +52,7 @@ module Herd
       def initialize(io, http11: true, head_request: false, fast_path: ResponseHeaders::FAST_PATH)
         @io = io
         @fast_path = fast_path
+        @final_send = (FINAL_SEND if fast_path)
         @http11 = http11
         @head_request = head_request
         @bytes_sent = 0
@@ -325,12 +329,18 @@ module Herd
       # the close: close(2) on a socket with unread input (a stray CRLF after
       # a body, a pipelined request) sends a reset and drops what the socket
       # still holds, the whole response here. In `ensure`: an exception
-      # landing after the send must not leave the response held.
+      # landing after the send must not leave the response held. With the
+      # C extension, the send and the shutdown are one call ({FinalSend}).
       def write_last(string)
         return write_one(string) unless MSG_MORE && @io.is_a?(TCPSocket)
 
         begin
-          sent = @io.send(string, MSG_MORE)
+          if @final_send
+            sent = @final_send.call(@io, string)
+            return @ended = true if sent == string.bytesize # and shut down
+          else
+            sent = @io.send(string, MSG_MORE)
+          end
           write_one(string.byteslice(sent..)) if sent < string.bytesize
         ensure
           end_of_response
