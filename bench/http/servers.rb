@@ -61,6 +61,9 @@ module HttpBench
   SERVERS = [
     Server.new(name: "herd", gem: nil, port: :zero, ready: /ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/, stop: "QUIT",
       argv: ->(app, _port) { %W[bundle exec herd serve #{app} -w 2 -l #{HOST}:0] }),
+    # herd with `http keep_alive: 5`, against Puma, which keeps connections by default.
+    Server.new(name: "herd-keep-alive", gem: nil, port: :zero, ready: /ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/, stop: "QUIT",
+      argv: ->(app, _port) { %W[bundle exec herd serve #{app} -w 2 -l #{HOST}:0 -c #{CONFIG}/herd_keep_alive.rb] }),
     Server.new(name: "pitchfork", gem: "pitchfork", port: :free, stop: "QUIT",
       argv: ->(app, _port) { %W[bundle exec pitchfork -c #{CONFIG}/pitchfork.conf.rb #{app}] }),
     Server.new(name: "unicorn", gem: "unicorn", port: :free, stop: "QUIT",

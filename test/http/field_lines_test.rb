@@ -115,11 +115,12 @@ class FieldLinesTest < Herd::Test
   PARTS = [["Hello, world!\n", "", "<p>x</p>", "caf\u00e9", "x" * 100], ["\xff\xfe".b, "caf\u00e9".b, "x" * 9000, 7, nil, :sym]].freeze
 
   # What a writer sends: the bytes, and what it reports after.
-  def written(status, headers, body, fast_path:, head_request: false)
+  def written(status, headers, body, fast_path:, head_request: false, keep_alive: false)
     io = StringIO.new(+"".b)
     writer = Herd::HTTP::ResponseWriter.new(io, head_request: head_request, fast_path: fast_path)
+    writer.keep_alive = keep_alive
     quietly { writer.write(status, headers, body) }
-    [io.string.b, writer.bytes_sent, writer.status, writer.committed?]
+    [io.string.b, writer.bytes_sent, writer.status, writer.committed?, writer.kept?]
   rescue Herd::HTTP::InvalidResponse, Encoding::CompatibilityError => e
     [e.class, io.string.b]
   end
@@ -143,16 +144,19 @@ class FieldLinesTest < Herd::Test
         headers = Array.new(random.rand(0..4)) { [pick(NAMES, random), pick(VALUES, random)] }.to_h
         body = body(random)
         head_request = random.rand(8).zero?
-        reference = written(status, headers, body, fast_path: nil, head_request: head_request)
-        assert_equal reference, written(status, headers, body, fast_path: FIELD_LINES, head_request: head_request),
-          [status, headers, body, head_request].inspect
-        taken = status.is_a?(Integer) && !head_request && FIELD_LINES.response(+"", status, headers, body, "")
+        keep_alive = random.rand(3).zero?
+        reference = written(status, headers, body, fast_path: nil, head_request: head_request, keep_alive: keep_alive)
+        assert_equal reference, written(status, headers, body, fast_path: FIELD_LINES, head_request: head_request, keep_alive: keep_alive),
+          [status, headers, body, head_request, keep_alive].inspect
+        taken = status.is_a?(Integer) && !head_request && FIELD_LINES.response(+"", status, headers, body, "x\n")
         outcomes[taken ? :c : :ruby] += 1
+        outcomes[:kept] += 1 if reference.last == true
       end
     end
     warn outcomes.inspect if ENV["HERD_FUZZ_VERBOSE"]
     assert_operator outcomes[:c], :>, 200, outcomes.inspect
     assert_operator outcomes[:ruby], :>, 200, outcomes.inspect
+    assert_operator outcomes[:kept], :>, 100, outcomes.inspect
   end
 
   def test_a_plain_response_is_one_string_in_one_write

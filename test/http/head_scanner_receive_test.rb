@@ -154,6 +154,31 @@ class HeadScannerReceiveTest < Herd::Test
     refute_predicate first.headers, :frozen?
   end
 
+  # Every env of a worker's life shares the template's values: an
+  # application appending to one must not change the next request's.
+  def test_the_templates_strings_are_frozen
+    strings = @template.values.grep(String)
+    assert_includes strings, "herd/#{Herd::VERSION}"
+    assert strings.all?(&:frozen?), strings.reject(&:frozen?).inspect
+  end
+
+  def test_called_before_the_parser_set_it_up_the_scanner_raises_instead_of_crashing
+    code = <<~RUBY
+      require "socket"
+      require "herd/head_scanner"
+      a, b = UNIXSocket.pair
+      a.write("GET / HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n")
+      [-> { Herd::HTTP::HeadScanner.receive(b, {}, 8192, 65536, 100) }, -> { Herd::HTTP::HeadScanner.scan("GET / HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n", 100) }].each do |call|
+        call.call
+      rescue RuntimeError => e
+        puts e.message
+      end
+    RUBY
+    out, err, status = ruby_run(code)
+    assert status.success?, err
+    assert_equal ["Herd::HTTP::HeadScanner.setup first (herd/http/parser does)"] * 2, out.lines.map(&:chomp)
+  end
+
   def test_the_template_holds_every_key_an_env_gets_and_nothing_else
     _, env = ruby_env("GET / HTTP/1.1\r\nHost: a\r\n\r\n".b)
     assert_equal (env.keys - ["HTTP_HOST"]).sort, @template.keys.sort

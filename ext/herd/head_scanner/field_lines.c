@@ -132,19 +132,23 @@ static VALUE fill(VALUE self, VALUE target, VALUE headers) {
   return Qtrue;
 }
 
-/* Herd::HTTP::FieldLines.response(head, status, headers, body, closing)
+/* Herd::HTTP::FieldLines.response(head, status, headers, body, closing, keep_alive = false)
  * The whole response ResponseWriter#write sends for a plain one: a status
  * with a body (200 to 999 but 204 and 304), headers in the subset, and an
  * Array (no subclass, no singleton) of at most MAX_PARTS Strings of at most
  * MAX_BODY bytes in all. Appended to `head` (the status line): the field
  * lines, content-length when the application gave neither it nor
- * transfer-encoding, `closing` ("date: ...\r\nconnection: close\r\n\r\n"), or
- * only its connection line when the application gave a date, then the body.
+ * transfer-encoding, `closing` ("date: ...\r\nconnection: close\r\n\r\n", or
+ * "date: ...\r\n\r\n" for a connection kept open), or what follows its date
+ * line when the application gave a date, then the body. With keep_alive,
+ * only a response whose framing is herd's or matches the body.
  * @return [Integer, nil] the body's bytes; nil: ask the Ruby code (`head` may
  *   have been written to) */
 #define MAX_PARTS 64
 #define MAX_BODY (8 * 1024)
-static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE body, VALUE closing) {
+static VALUE response(int argc, VALUE *argv, VALUE self) {
+  VALUE head, status, headers, body, closing, keep_alive;
+  rb_scan_args(argc, argv, "51", &head, &status, &headers, &body, &closing, &keep_alive);
   if (!FIXNUM_P(status) || !RB_TYPE_P(head, T_STRING) || !RB_TYPE_P(closing, T_STRING)) return Qnil;
   rb_check_frozen(head);
   long code = FIX2LONG(status);
@@ -162,6 +166,10 @@ static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE
   struct fields fields;
   rb_str_modify_expand(head, 256 + length); /* one allocation for the usual response */
   if (!collect(headers, head, &fields)) return Qnil;
+  /* A connection kept open needs framing it can trust: none of the
+   * application's transfer-encoding, its content-length only when it is
+   * the body's (ResponseWriter#write_as_is decides the same). */
+  if (RTEST(keep_alive) && (fields.transfer_encoding || (fields.content_length >= 0 && fields.content_length != length))) return Qnil;
 
   if (fields.content_length < 0 && !fields.transfer_encoding) {
     char framing[48];
@@ -169,7 +177,14 @@ static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE
     rb_str_buf_cat(head, framing, n);
   }
   if (fields.date) {
-    rb_str_buf_cat(head, "connection: close\r\n\r\n", 21);
+    /* The closing lines without their date line: "connection: close\r\n\r\n",
+     * or the empty line alone for a connection kept open. */
+    const char *lines = RSTRING_PTR(closing);
+    long lines_len = RSTRING_LEN(closing);
+    const char *after_date = memchr(lines, '\n', lines_len);
+    if (after_date == NULL) return Qnil;
+    after_date++;
+    rb_str_buf_cat(head, after_date, lines_len - (after_date - lines));
   } else {
     rb_str_buf_append(head, closing);
   }
@@ -186,7 +201,7 @@ static VALUE response(VALUE self, VALUE head, VALUE status, VALUE headers, VALUE
 void herd_init_field_lines(VALUE http) {
   VALUE module = rb_define_module_under(http, "FieldLines");
   rb_define_singleton_method(module, "fill", fill, 2);
-  rb_define_singleton_method(module, "response", response, 5);
+  rb_define_singleton_method(module, "response", response, -1);
   id_each_pair = rb_intern("each_pair");
   iv_lines = rb_intern("@lines");
   iv_content_length = rb_intern("@content_length");

@@ -219,8 +219,13 @@ static VALUE scan_head(const unsigned char *p, long len, long max_headers, VALUE
 /* @param head [String] from the request line to the empty line included
  * @param max_header_count [Integer]
  * @return [Herd::HTTP::Request, nil] nil: ask the Ruby parser */
+static void check_setup(void) {
+  if (NIL_P(request_class)) rb_raise(rb_eRuntimeError, "Herd::HTTP::HeadScanner.setup first (herd/http/parser does)");
+}
+
 static VALUE scan(VALUE self, VALUE head, VALUE max_header_count) {
   Check_Type(head, T_STRING);
+  check_setup();
   return scan_head((const unsigned char *)RSTRING_PTR(head), RSTRING_LEN(head), NUM2LONG(max_header_count), rb_hash_new(), 0);
 }
 
@@ -248,6 +253,7 @@ static VALUE scan(VALUE self, VALUE head, VALUE max_header_count) {
 #ifdef HAVE_MEMMEM
 static VALUE receive(VALUE self, VALUE io, VALUE template, VALUE max_request_line, VALUE max_header_bytes, VALUE max_header_count) {
   Check_Type(template, T_HASH);
+  check_setup();
   int fd = rb_io_descriptor(io);
   long max_line = NUM2LONG(max_request_line), max_fields = NUM2LONG(max_header_bytes);
   long max_headers = NUM2LONG(max_header_count);

@@ -8,7 +8,7 @@ module Herd
     # Turns a parsed {Request} and its body into a Rack environment (Rack 3
     # SPEC; the Rack 2 keys too when Rack 2 is loaded).
     class EnvBuilder
-      SERVER_SOFTWARE = "herd/#{Herd::VERSION}"
+      SERVER_SOFTWARE = "herd/#{Herd::VERSION}".freeze
       RACK2 = Gem::Version.new(Rack.release) < Gem::Version.new("3")
 
       # @param options [Options]
@@ -19,7 +19,7 @@ module Herd
           "SCRIPT_NAME" => "", "SERVER_SOFTWARE" => SERVER_SOFTWARE, "rack.errors" => options.errors,
           "rack.hijack?" => true, "rack.multithread" => false, "rack.multiprocess" => true, "rack.run_once" => false
         }
-        @constant["rack.version"] = Rack::VERSION if RACK2
+        @constant["rack.version"] = Rack::VERSION.dup.freeze if RACK2
         @constant.freeze
       end
 
@@ -37,7 +37,8 @@ module Herd
       # @param url_scheme [String]
       # @return [Hash] frozen
       def template(server_name, server_port, url_scheme)
-        template = @constant.merge("SERVER_NAME" => server_name, "SERVER_PORT" => server_port, "rack.url_scheme" => url_scheme)
+        # Frozen values: every env of the worker's life shares them.
+        template = @constant.merge("SERVER_NAME" => -server_name, "SERVER_PORT" => -server_port, "rack.url_scheme" => -url_scheme)
         PER_REQUEST.each { |key| template[key] = nil }
         template.freeze
       end

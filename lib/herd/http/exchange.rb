@@ -16,10 +16,12 @@ module Herd
     #   @return [Float] seconds from {Handler#call} to the end (socket closed or handed over)
     # @!attribute hijacked
     #   @return [Boolean] whether the application took the socket (full or partial hijack); herd did not close it
+    # @!attribute kept_alive
+    #   @return [Boolean] whether the connection stays open for the client's next request (the `keep_alive` option)
     # @!attribute error
     #   @return [Exception, nil] what went wrong: a {RequestError}, {ClientDisconnected}, {InvalidResponse} or the application's exception
     # @api public
     #   (the `after_request_complete` hook's argument; the rest of Herd::HTTP is private)
-    Exchange = Struct.new(:method, :target, :status, :bytes_sent, :duration, :hijacked, :error, keyword_init: true)
+    Exchange = Struct.new(:method, :target, :status, :bytes_sent, :duration, :hijacked, :error, :kept_alive, keyword_init: true)
   end
 end

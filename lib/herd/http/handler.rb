@@ -54,14 +54,16 @@ module Herd
       # @param url_scheme [String] rack.url_scheme ("http" or "https")
       # @param on_request [#call, nil] called with (method, target) once the head is parsed; a block does the same (a callable made once saves a Proc per request)
       # @param reader [SocketReader, nil] the client's reader when bytes were read already (see {SocketReader#head_decided?}); its head deadline stands
-      # @param request [Request, nil] the head {HeadScanner.receive} read and parsed already, its headers the env begun from {EnvBuilder#template}
+      # @param request [Request, nil] the head {HeadScanner.receive} read and parsed already, its headers the env begun from
+      #   {EnvBuilder#template}, which must have been made with this call's server_name, server_port and url_scheme (the env has the template's)
+      # @param keep_alive [Boolean] the caller would keep the connection open for another request (see {Options#keep_alive}); the exchange says whether it did
       # @yieldparam method [String] called once the head is parsed, before the body is read and the application runs
       # @yieldparam target [String]
       # @return [Exchange]
-      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", on_request: nil, reader: nil, request: nil, &block)
+      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", on_request: nil, reader: nil, request: nil, keep_alive: false, &block)
         on_request ||= block
         connection = Connection.new(remote_addr, server_name, server_port.to_s, url_scheme)
-        Transaction.new(self, client, connection, on_request, reader, request).run
+        Transaction.new(self, client, connection, on_request, reader, request, keep_alive).run
       end
     end
   end

@@ -7,6 +7,7 @@ module Herd
       FORMAT = "%a, %d %b %Y %H:%M:%S GMT"
       @cache = [nil, nil].freeze # [second, value], swapped as one object
       @closing = [nil, nil].freeze # [value, closing lines]
+      @keeping = [nil, nil].freeze # [value, keep-alive lines]
 
       # @return [String] e.g. "Sun, 06 Nov 1994 08:49:37 GMT"
       def self.now
@@ -19,15 +20,22 @@ module Herd
         value
       end
 
+      # @param keep_alive [Boolean] the connection stays open after the response
       # @return [String] "date: VALUE\r\nconnection: close\r\n\r\n", how most
-      #   response heads end: one append instead of five
-      def self.closing_lines
+      #   response heads end: one append instead of five; without the
+      #   connection line for a connection kept open
+      def self.closing_lines(keep_alive = false)
         value = now
-        cached_value, lines = @closing
+        cached_value, lines = keep_alive ? @keeping : @closing
         return lines if cached_value.equal?(value)
 
-        lines = "date: #{value}\r\nconnection: close\r\n\r\n".freeze
-        @closing = [value, lines].freeze
+        if keep_alive
+          lines = "date: #{value}\r\n\r\n".freeze
+          @keeping = [value, lines].freeze
+        else
+          lines = "date: #{value}\r\nconnection: close\r\n\r\n".freeze
+          @closing = [value, lines].freeze
+        end
         lines
       end
     end

@@ -22,6 +22,10 @@ module Herd
     #   @return [Numeric] seconds a client has to send its whole head, and at most between two reads of its body; then 408
     # @!attribute [r] max_pending_heads
     #   @return [Integer] connections a `herd serve` worker holds while their request heads arrive (slow clients); one more makes the oldest get 408
+    # @!attribute [r] keep_alive
+    #   @return [Numeric, false] seconds a `herd serve` worker keeps a connection open for the client's next
+    #     request after a response (HTTP/1.1, a response herd frames itself); false (the default): every
+    #     response ends its connection, as Unicorn's and Pitchfork's do
     # @!attribute [r] early_hints
     #   @return [Boolean] whether env["rack.early_hints"] is offered (HTTP/1.1 requests only)
     # @!attribute [r] errors
@@ -30,7 +34,7 @@ module Herd
     #   @return [#call, #puts, #write, nil] gets one line per error; nil: {errors}
     Options = Struct.new(
       :max_request_line, :max_header_count, :max_header_bytes, :max_body,
-      :body_spool_threshold, :read_timeout, :max_pending_heads, :early_hints, :errors, :logger,
+      :body_spool_threshold, :read_timeout, :max_pending_heads, :keep_alive, :early_hints, :errors, :logger,
       keyword_init: true
     ) do
       # Defaults; `errors` is taken from $stderr when the options are built.
@@ -43,6 +47,7 @@ module Herd
           body_spool_threshold: 112 * 1024,
           read_timeout: 30,
           max_pending_heads: 64,
+          keep_alive: false,
           early_hints: false,
           errors: $stderr,
           logger: nil
@@ -63,12 +68,17 @@ module Herd
         %i[max_request_line max_header_count max_header_bytes max_pending_heads].each { |name| positive_integer(name) }
         non_negative_integer(:body_spool_threshold)
         non_negative_integer(:max_body) unless max_body.nil?
-        invalid(:read_timeout, "a positive number of seconds") unless read_timeout.is_a?(Numeric) && read_timeout.positive?
+        invalid(:read_timeout, "a positive number of seconds") unless positive_number?(read_timeout)
+        invalid(:keep_alive, "false or a positive number of seconds") unless keep_alive == false || positive_number?(keep_alive)
         invalid(:early_hints, "true or false") unless [true, false].include?(early_hints)
         invalid(:errors, "an IO (responding to #write, #puts and #flush)") unless %i[write puts flush].all? { |m| errors.respond_to?(m) }
         return if logger.nil? || %i[call puts write].any? { |m| logger.respond_to?(m) }
 
         invalid(:logger, "nil, a callable or an IO")
+      end
+
+      def positive_number?(value)
+        value.is_a?(Numeric) && value.positive?
       end
 
       def positive_integer(name)

@@ -11,7 +11,11 @@ module Herd
   module HTTP
     # Writes one response on the client socket: status line, headers (checked
     # first by {ResponseHeaders}), framing, body. Every response says
-    # `connection: close`.
+    # `connection: close`, but for one the caller asked to keep the
+    # connection open for ({#keep_alive=}) that herd frames itself and writes
+    # whole: the plain response, an Array body with its content-length, a
+    # response without a body (HEAD, 1xx but 101, 204, 304). {#kept?} then
+    # says so, and the connection is neither shut down nor closed here.
     #
     # Framing, when the application did not set content-length or
     # transfer-encoding itself:
@@ -58,6 +62,18 @@ module Herd
         @bytes_sent = 0
         @committed = false
         @detached = false
+        @keep_alive = false
+        @kept = false
+      end
+
+      # Whether the caller would keep the connection open after this
+      # response: asked before the response is written (its head says
+      # whether the connection stays).
+      attr_writer :keep_alive
+
+      # @return [Boolean] the whole response was written and the connection stays open (see {#keep_alive=})
+      def kept?
+        @kept
       end
 
       # Sets what the request allows (once its head is parsed).
@@ -89,7 +105,7 @@ module Herd
       # child the application forked during the request), and without the
       # reset that close(2) sends when the client's input was not all read.
       def end_of_response
-        return if @ended
+        return if @ended || @kept
 
         @ended = true
         @io.shutdown(Socket::SHUT_WR) if @io.respond_to?(:shutdown)
@@ -143,11 +159,16 @@ module Herd
         return if write_plain(status, headers, body)
 
         fields = ResponseHeaders.new(headers)
+        # What the connection may stay open for: no hijack, no connection
+        # header of the application's, no 101; then a body herd frames (see
+        # #write_array) or none.
+        @keep_alive &&= !fields.hijack && !fields.connection && status != 101
         if fields.hijack
           write_head(status, fields)
           @hijack = fields.hijack
         elsif @head_request || status < 200 || status == 204 || status == 304
           write_head(status, fields)
+          @kept = @keep_alive
         elsif fields.content_length || fields.transfer_encoding
           write_as_is(status, fields, body)
         else
@@ -165,27 +186,52 @@ module Herd
         return false if @head_request || !@fast_path
 
         head = STATUS_LINES[status].dup
-        length = @fast_path.response(head, status, headers, body, HTTPDate.closing_lines) or return false
+        length = @fast_path.response(head, status, headers, body, HTTPDate.closing_lines(@keep_alive), @keep_alive) or return false
         commit(status)
-        write_last(head)
+        write_whole(head)
         @bytes_sent += length
         true
       end
 
+      # A whole response in one String: the connection's last write, or,
+      # kept open, a plain one.
+      def write_whole(string)
+        return write_last(string) unless @keep_alive
+
+        write_one(string)
+        @kept = true
+      end
+
       # The application framed the body itself (content-length or transfer-encoding).
+      # The connection stays open only after an Array body whose length is
+      # the content-length given and no transfer-encoding: a wrong length
+      # would make the client read the next response in the wrong place.
       def write_as_is(status, fields, body)
         path = file_path(body)
         if path && fields.content_length == File.size(path)
+          @keep_alive = false
           write_head(status, fields)
           send_file(path, fields.content_length)
         elsif gatherable?(body)
           parts = body.to_ary
-          write_head_and_parts(status, head(status, fields, nil), parts, parts.sum(&:bytesize))
-        elsif body.respond_to?(:each)
-          write_head(status, fields)
-          body.each { |part| write_part(part) }
+          length = parts.sum(&:bytesize)
+          @keep_alive &&= !fields.transfer_encoding && fields.content_length == length
+          write_head_and_parts(status, head(status, fields, nil), parts, length)
         else
-          stream(status, fields, body, chunked: false)
+          @keep_alive = false
+          write_each_or_stream(status, fields, body)
+        end
+      end
+
+      # An #each body or a streaming one: chunked when herd frames it for
+      # an HTTP/1.1 client, as the application gave it otherwise.
+      def write_each_or_stream(status, fields, body, chunked: false)
+        if body.respond_to?(:each)
+          write_head(status, fields, chunked ? "transfer-encoding: chunked\r\n" : nil)
+          body.each { |part| chunked ? write_chunk(part) : write_part(part) }
+          write_one(LAST_CHUNK) if chunked
+        else
+          stream(status, fields, body, chunked: chunked)
         end
       end
 
@@ -199,16 +245,20 @@ module Herd
       def write_framed(status, fields, body)
         if body.respond_to?(:to_ary)
           write_array(status, fields, body.to_ary)
-        elsif (path = file_path(body))
+        else
+          @keep_alive = false
+          write_framed_stream(status, fields, body)
+        end
+      end
+
+      # A file, an #each body or a streaming one: the connection closes after it.
+      def write_framed_stream(status, fields, body)
+        if (path = file_path(body))
           size = File.size(path)
           write_head(status, fields, "content-length: #{size}\r\n")
           send_file(path, size)
-        elsif body.respond_to?(:each)
-          write_head(status, fields, @http11 ? "transfer-encoding: chunked\r\n" : nil)
-          body.each { |part| @http11 ? write_chunk(part) : write_part(part) }
-          write_one(LAST_CHUNK) if @http11
         else
-          stream(status, fields, body, chunked: @http11)
+          write_each_or_stream(status, fields, body, chunked: @http11)
         end
       end
 
@@ -216,6 +266,7 @@ module Herd
         raise InvalidResponse, "body part is a #{parts.find { |p| !p.is_a?(String) }.class}, not a String" unless parts.all?(String)
 
         length = parts.sum(&:bytesize)
+        @keep_alive &&= parts.size <= MAX_GATHERED_PARTS
         head = head(status, fields, "content-length: #{length}\r\n")
         if parts.size <= MAX_GATHERED_PARTS
           write_head_and_parts(status, head, parts, length)
@@ -234,9 +285,10 @@ module Herd
         # bytes above 127 could raise Encoding::CompatibilityError.
         if length <= MAX_COPIED_BODY && parts.all?(&:ascii_only?)
           parts.each { |part| head << part }
-          write_last(head)
+          write_whole(head)
         else
           write_raw(head, *parts)
+          @kept = @keep_alive
         end
         @bytes_sent += length
       end
@@ -270,11 +322,11 @@ module Herd
         head << fields.lines
         head << framing if framing
         # The usual end of a head, one String per second.
-        return head << HTTPDate.closing_lines unless fields.date || status == 101
+        return head << HTTPDate.closing_lines(@keep_alive) unless fields.date || status == 101
 
         head << "date: " << HTTPDate.now << CRLF unless fields.date
         # 101 Switching Protocols carries the application's "connection: upgrade".
-        head << "connection: " << ((status == 101 && fields.connection) || "close") << CRLF
+        head << "connection: " << ((status == 101 && fields.connection) || "close") << CRLF unless @keep_alive
         head << CRLF
       end
 

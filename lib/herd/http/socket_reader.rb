@@ -39,14 +39,20 @@ module Herd
 
       # @param io [IO] the client socket (anything with read_nonblock and wait_readable)
       # @param timeout [Numeric] seconds (see {Options#read_timeout})
-      def initialize(io, timeout)
+      # @param idle [Numeric, nil] for a connection kept open after a
+      #   response ({Options#keep_alive}): seconds it may stay silent; once
+      #   it is over with nothing received, {#read_head} returns nil (the
+      #   connection ends without a 408), and the head's `timeout` starts
+      #   with its first byte
+      def initialize(io, timeout, idle: nil)
         @io = io
         @timeout = timeout
         @buffer = EMPTY
         @received = false
+        @idle = !idle.nil?
         # The head's clock starts when the reader is made (at accept): a
         # worker holding a slow client's connection counts from then too.
-        @head_deadline = Clock.now + timeout
+        @head_deadline = Clock.now + (idle || timeout)
         @scanned = 0
         @ended = false
       end
@@ -103,12 +109,23 @@ module Herd
         @received
       end
 
+      # @return [Boolean] whether bytes are buffered that no read took yet
+      #   (after a request: the start of the next one)
+      def buffered?
+        !@buffer.empty?
+      end
+
+      # @return [Boolean] whether this reader waits on a kept connection
+      #   that has not sent its next request yet (see `idle:`)
+      def idle?
+        @idle
+      end
+
       # Reads up to and including the empty line that ends a request head.
       # The whole head must arrive within one timeout (a slowloris defence).
       # @return [String, nil] the head (binary), nil if the client closed before sending anything
       # @raise [RequestError] 414, 431, 400 (bare CR/LF, EOF inside the head), 408
       def read_head(max_request_line, max_header_bytes)
-        deadline = @head_deadline
         from = @scanned
         loop do
           if (ending = @buffer.index(HEAD_END, from))
@@ -122,11 +139,17 @@ module Herd
             check_partial_head(max_request_line, max_header_bytes, from)
             from = [@buffer.bytesize - 3, 0].max
           end
-          next if fill(deadline)
+          # The deadline read each time: a kept connection's changes with its first byte.
+          next if fill(@head_deadline)
           return nil unless @received
 
           raise RequestError.new(400, "connection closed inside the request head")
         end
+      rescue RequestError => e
+        # A kept connection silent for its whole idle time just ends.
+        raise unless @idle && e.status == 408
+
+        nil
       end
 
       # Reads a trailer section (after the last chunk): a CRLF alone, or field
@@ -265,6 +288,10 @@ module Herd
 
       def append(data)
         @received = true
+        if @idle # a kept connection's next request begins: the head's own time from now (unless cut short)
+          @idle = false
+          @head_deadline = Clock.now + @timeout unless @expired_because
+        end
         # A copy of its own (scratch is read into again), made without the
         # Hash that a `capacity:` keyword costs.
         @buffer.empty? ? (@buffer = EMPTY.b << data) : @buffer << data

@@ -31,7 +31,8 @@ module Herd
       # @param on_request [#call, nil] called with (method, target) once the head is parsed
       # @param reader [SocketReader, nil] the one that read the first bytes already (a worker's held connection)
       # @param request [Request, nil] a head read and parsed in C already ({HeadScanner.receive}), its env begun
-      def initialize(handler, client, connection, on_request, reader = nil, request = nil)
+      # @param keep_alive [Boolean] the caller would keep the connection open after the response
+      def initialize(handler, client, connection, on_request, reader = nil, request = nil, keep_alive = false)
         @handler = handler
         @options = handler.options
         @log = handler.log
@@ -41,10 +42,12 @@ module Herd
         @reader = reader
         @request = request
         @env_begun = !request.nil?
+        @keep_alive = keep_alive
         @writer = ResponseWriter.new(client)
         @exchange = Exchange.new
         @exchange.bytes_sent = 0
         @exchange.hijacked = false
+        @exchange.kept_alive = false
       end
 
       # @return [Exchange]
@@ -55,6 +58,7 @@ module Herd
       ensure
         @exchange.bytes_sent = @writer.bytes_sent
         @exchange.status ||= @writer.status
+        @exchange.kept_alive = @writer.kept? && !@exchange.hijacked && @exchange.error.nil?
         finish_connection
         @exchange.duration = Clock.now - started
       end
@@ -88,6 +92,7 @@ module Herd
         @exchange.target = @request.target
         @on_request&.call(@request.method, @request.target)
         read_body
+        @writer.keep_alive = keep_alive?
         true
       rescue RequestError => e
         refuse(e)
@@ -97,6 +102,20 @@ module Herd
         @log.line("client #{@connection.remote_addr} went away#{request_label}: #{e.message}")
         false
       end
+
+      # Whether the connection may stay open after the response: the
+      # caller would keep it, the client speaks HTTP/1.1 and did not ask
+      # for the close, and nothing of a next request was read already
+      # (pipelining: the connection closes after this response instead).
+      def keep_alive?
+        return false unless @keep_alive && @request.http11?
+        return false if @reader&.buffered?
+
+        connection = @request.headers["HTTP_CONNECTION"]
+        connection.nil? || !connection.match?(CLOSE_TOKEN)
+      end
+
+      CLOSE_TOKEN = /(?:\A|,)[ \t]*close[ \t]*(?:,|\z)/i
 
       def read_body
         return @input_size = 0 unless @request.body?
@@ -159,7 +178,7 @@ module Herd
       # not after body.close and rack.response_finished, which may take the
       # application a while. A hijacked socket is the application's.
       def end_connection
-        return if @exchange.hijacked || @writer.detached?
+        return if @exchange.hijacked || @writer.detached? || kept?
 
         @writer.end_of_response
         close_quietly(@client)
@@ -209,10 +228,16 @@ module Herd
       end
 
       def finish_connection
-        return if @exchange.hijacked
+        return if @exchange.hijacked || @exchange.kept_alive
 
         close_quietly(@input) if @input
         close_quietly(@client)
+      end
+
+      # The response went whole and the connection stays open, unless
+      # something went wrong after it (an error ends the connection).
+      def kept?
+        @writer.kept? && @exchange.error.nil?
       end
 
       def close_quietly(io)

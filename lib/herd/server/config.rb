@@ -19,7 +19,7 @@ module Herd
       DEFAULT_LISTEN = "0.0.0.0:8080"
       # The keywords of `http` in the config file.
       HTTP_OPTIONS = %i[max_request_line max_header_count max_header_bytes max_body body_spool_threshold
-        read_timeout max_pending_heads early_hints].freeze
+        read_timeout max_pending_heads keep_alive early_hints].freeze
 
       # The config file's settings, by name, in the order they are checked.
       # @return [Hash{Symbol => Setting}]
@@ -246,7 +246,8 @@ module Herd
         end
 
         # HTTP limits: max_request_line, max_header_count, max_header_bytes,
-        # max_body, body_spool_threshold, read_timeout, max_pending_heads, early_hints.
+        # max_body, body_spool_threshold, read_timeout, max_pending_heads,
+        # keep_alive, early_hints.
         def http(**options)
           unknown = options.keys - HTTP_OPTIONS
           raise ConfigError, "http: unknown option #{unknown.join(", ")}; known: #{HTTP_OPTIONS.join(", ")}" unless unknown.empty?

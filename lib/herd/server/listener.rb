@@ -133,7 +133,7 @@ module Herd
         # getsockname per request.
         address = socket.local_address
         @unix = address.unix?
-        @host = @unix ? "localhost" : address.ip_address
+        @host = @unix ? "localhost" : -address.ip_address # frozen: every env shares it
         @port = @unix ? 0 : address.ip_port
         @port_string = @port.to_s.freeze
         @acceptor = acceptor_for(socket)

@@ -11,8 +11,12 @@ module Herd
     # worker (slowloris). At most `limit` of them: one more makes room by
     # taking out the oldest, whose head is then answered with 408.
     #
-    # Kept in accept order, which is also deadline order (every head gets
-    # the same read_timeout from its accept): the first is the next to expire.
+    # Connections kept open after a response (the `keep_alive` option) are
+    # held here too, until their next request's head is complete or their
+    # idle time is over. Kept in the order they were held; deadlines differ
+    # (a new connection's is read_timeout from its accept, a kept one's
+    # keep_alive from its last response, then read_timeout from its first
+    # byte), so expiry looks at each.
     class PendingConnections
       # One held connection: what serving it needs later.
       Pending = Struct.new(:client, :remote, :listener, :reader)
@@ -69,20 +73,30 @@ module Herd
       # @param max [Numeric] seconds
       # @return [Numeric] how long to wait for IO before the oldest head's deadline, at most `max`
       def wait_at_most(max)
-        oldest = @by_client.first or return max
-        (oldest[1].reader.head_deadline - Clock.now).clamp(0, max)
+        return max if @by_client.empty?
+
+        next_deadline = @by_client.each_value.min_by { |pending| pending.reader.head_deadline }.reader.head_deadline
+        (next_deadline - Clock.now).clamp(0, max)
       end
 
       # @return [Array<Pending>] those whose head deadline has passed, taken out
       def take_expired
         now = Clock.now
-        expired = []
-        @by_client.each_value do |pending|
-          break if pending.reader.head_deadline > now
-
-          expired << pending
-        end
+        expired = @by_client.each_value.select { |pending| pending.reader.head_deadline <= now }
         expired.each { |pending| take(pending) }
+      end
+
+      # Closes the kept connections that have not begun their next request
+      # (the worker stops: they would only wait for it). A client that sends
+      # its request just then sees the connection close, as after any
+      # server's keep-alive timeout, and sends it again on a new one.
+      def close_idle
+        @by_client.each_value.select { |pending| pending.reader.idle? }.each do |pending|
+          take(pending)
+          pending.client.close
+        rescue IOError, SystemCallError
+          nil
+        end
       end
 
       # Gives every held head at most `seconds` more (the worker is

@@ -30,6 +30,9 @@ module Herd
 
       # Seconds a stopping worker still gives the heads of connections it holds.
       STOP_GRACE = 2
+      # rack.url_scheme of a worker's connections (TLS ends in front of herd),
+      # in the env template and the Handler's connection alike.
+      URL_SCHEME = "http"
 
       # @param slot [Integer, nil] its place on the scoreboard, given by the monitor
       # @param surge [Boolean] it replaces a worker that serves until this one is ready
@@ -67,6 +70,7 @@ module Herd
         use_c_extension
         @pending = PendingConnections.new(options.max_pending_heads)
         @read_timeout = options.read_timeout
+        @keep_alive = options.keep_alive
         @max_request_line = options.max_request_line
         @max_header_bytes = options.max_header_bytes
         @max_header_count = options.max_header_count
@@ -105,7 +109,7 @@ module Herd
         @scoreboard&.write_with(ScoreboardSlots) if c_extension && defined?(ScoreboardSlots)
         return unless c_extension && HTTP::HeadScanner.respond_to?(:receive)
 
-        @env_templates = @listeners.to_h { |listener| [listener, @handler.env_builder.template(listener.host, listener.port_string, "http")] }
+        @env_templates = @listeners.to_h { |listener| [listener, @handler.env_builder.template(listener.host, listener.port_string, URL_SCHEME)] }
       end
 
       def adopted_by_monitor
@@ -165,6 +169,7 @@ module Herd
       # under load did). Their heads get STOP_GRACE more seconds at most,
       # then 408; nothing new is accepted.
       def finish_pending
+        @pending.close_idle # kept connections with no request under way
         @pending.hurry(STOP_GRACE, "the worker is stopping and the request head was not complete #{STOP_GRACE} s later")
         until @pending.empty?
           ready, = IO.select(@pending.clients, nil, nil, @pending.wait_at_most(STOP_GRACE))
@@ -218,11 +223,26 @@ module Herd
         oldest = @pending.hold(pending) or return
 
         oldest.reader.expire_head!("#{@pending.limit} connections (max_pending_heads) were waiting for their request head; the oldest made room")
-        serve_pending(oldest)
+        serve_pending(oldest, keep_alive: false) # not held again: it made room
       end
 
+      # A held connection is readable. A kept one whose next request begins
+      # gets the first read in C, as a new connection does.
       def continue_pending(pending)
-        serve_pending(@pending.take(pending)) if pending.reader.head_decided?(@max_request_line, @max_header_bytes)
+        reader = pending.reader
+        if reader.idle? && (first = receive(pending.client, pending.listener))
+          return serve_pending(@pending.take(pending), request: first) if first.is_a?(HTTP::Request)
+
+          reader.received(first)
+        end
+        serve_pending(@pending.take(pending)) if reader.head_decided?(@max_request_line, @max_header_bytes)
+      end
+
+      # After a response that left the connection open (the `keep_alive`
+      # option): held like a connection whose head is on its way, silent
+      # for `keep_alive` seconds at most.
+      def keep(client, remote, listener)
+        hold(PendingConnections::Pending.new(client, remote, listener, HTTP::SocketReader.new(client, @read_timeout, idle: @keep_alive)))
       end
 
       # Their head's time is up: the handler answers 408 (or serves a head
@@ -231,8 +251,8 @@ module Herd
         @pending.take_expired.each { |pending| serve_pending(pending) }
       end
 
-      def serve_pending(pending)
-        serve_client(pending.client, pending.remote, pending.listener, pending.reader)
+      def serve_pending(pending, request: nil, keep_alive: true)
+        serve_client(pending.client, pending.remote, pending.listener, request ? nil : pending.reader, request, keep_alive: keep_alive)
         now_and_then
       end
 
@@ -251,15 +271,16 @@ module Herd
         title_now_and_then(now)
       end
 
-      def serve_client(client, remote, listener, reader, request = nil)
-        exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
-          server_port: listener.port_string, url_scheme: "http", on_request: @on_request, reader: reader, request: request)
+      def serve_client(client, remote, listener, reader, request = nil, keep_alive: true)
+        exchange = @handler.call(client, remote_addr: remote, server_name: listener.host, server_port: listener.port_string,
+          url_scheme: URL_SCHEME, on_request: @on_request, reader: reader, request: request, keep_alive: keep_alive && @keep_alive != false && !@stopping)
         @info.requests += 1
         report_idle
         @access_log&.record(remote, exchange)
         hooks.run(:after_request_complete, log, role, @context, @info, exchange) if @request_hooks
         @gc&.between_requests
         report_late_loads if @late_loads
+        keep(client, remote, listener) if exchange.kept_alive
       end
 
       def report_late_loads

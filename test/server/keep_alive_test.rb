@@ -1,0 +1,138 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "support/server_harness"
+require "herd/http"
+
+# `http keep_alive: SECONDS`: a worker keeps a connection open after a
+# response it frames itself, for the client's next request, and closes it
+# after the idle time, without a 408; everything else still closes.
+class KeepAliveTest < Herd::Test
+  include Herd::ServerTest
+
+  APP = <<~RUBY
+    run ->(env) {
+      case env["PATH_INFO"]
+      when "/stream" then [200, {"content-type" => "text/plain"}, Enumerator.new { |out| out << "a" << "b" }]
+      when "/echo" then [200, {"content-type" => "text/plain"}, [env["rack.input"].read]]
+      when "/length" then [200, {"content-length" => "5"}, ["hello"]]
+      when "/wrong-length" then [200, {"content-length" => "9"}, ["hello"]]
+      else [200, {"content-type" => "text/plain"}, ["pid=\#{Process.pid} path=\#{env["PATH_INFO"]}"]]
+      end
+    }
+  RUBY
+
+  def keep_alive_server(seconds = 2, env: {})
+    serve(app: APP, config: "workers 1\nhttp keep_alive: #{seconds}, read_timeout: 1\n", env: env)
+  end
+
+  def connect(server)
+    TCPSocket.new("127.0.0.1", server.port).tap { |socket| (@sockets ||= []) << socket }
+  end
+
+  def teardown
+    @sockets&.each { |socket| socket.close unless socket.closed? }
+    super
+  end
+
+  # One response read by its content-length (the connection may stay open).
+  # @return [Array(String, String)] head, body
+  def read_response(socket)
+    head = +""
+    Timeout.timeout(10) { head << socket.readpartial(1) until head.end_with?("\r\n\r\n") }
+    length = head[/^content-length: (\d+)\r$/i, 1] or return [head, Timeout.timeout(10) { socket.read }]
+    [head, Timeout.timeout(10) { socket.read(Integer(length)) }]
+  end
+
+  # A connection that was served once and kept.
+  def kept_connection(server)
+    socket = connect(server)
+    socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    head, = read_response(socket)
+    refute_match(/^connection:/i, head)
+    socket
+  end
+
+  # nil once the server closed the connection (what arrived before, else).
+  def read_to_end(socket)
+    Timeout.timeout(10) { socket.read }
+  end
+
+  def test_requests_follow_each_other_on_one_connection_in_c_and_in_ruby
+    [{}, {"HERD_HEAD_SCANNER" => "0"}].each do |env|
+      server = keep_alive_server(env: env)
+      socket = connect(server)
+      bodies = %w[/one /two /three].map do |path|
+        socket.write("GET #{path} HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, body = read_response(socket)
+        assert_match(%r{\AHTTP/1.1 200 OK\r\n}, head, env.inspect)
+        refute_match(/^connection:/i, head, "kept open: no connection header (HTTP/1.1's default)")
+        body
+      end
+      pids = bodies.map { |body| body[/pid=(\d+)/, 1] }
+      assert_equal %w[/one /two /three], bodies.map { |body| body[/path=(\S+)/, 1] }
+      assert_equal 1, pids.uniq.size
+      socket.write("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+      assert_equal "hello", read_response(socket).last, "a body on a kept connection"
+      socket.write("GET /length HTTP/1.1\r\nHost: x\r\n\r\n")
+      assert_equal "hello", read_response(socket).last, "the application's content-length, when it is the body's"
+      server.cleanup
+    end
+  end
+
+  def test_what_cannot_stay_open_closes_after_its_response
+    server = keep_alive_server
+    {
+      "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" => "the client asked",
+      "GET / HTTP/1.1\r\nHost: x\r\nConnection: foo, Close\r\n\r\n" => "close among other tokens",
+      "GET / HTTP/1.0\r\n\r\n" => "HTTP/1.0",
+      "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n" => "a streamed body",
+      "GET /wrong-length HTTP/1.1\r\nHost: x\r\n\r\n" => "a content-length that is not the body's",
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n" => "a pipelined request",
+      "GET / HTTP/1.1\r\nHost: x\r\nX: \x01\r\n\r\n" => "a refused request"
+    }.each do |request, why|
+      socket = connect(server)
+      socket.write(request)
+      response = read_to_end(socket)
+      assert_match(/\r\nconnection: close\r\n/, response, why)
+      assert_equal 1, response.scan(%r{HTTP/1\.[01] \d{3} }).size, "#{why}: one response, then the end"
+    end
+  end
+
+  def test_an_idle_kept_connection_is_closed_without_a_408
+    server = keep_alive_server(1)
+    socket = kept_connection(server)
+    assert_equal "", read_to_end(socket), "closed after the idle time, nothing written"
+    assert_match(/pid=/, server.get("/"), "the worker serves on")
+  end
+
+  def test_a_kept_connection_whose_next_head_stalls_gets_408
+    server = keep_alive_server(5)
+    socket = kept_connection(server)
+    socket.write("GET /slow HTTP/1.1\r\n") # read_timeout 1 from here
+    assert_match(%r{\AHTTP/1.1 408 }, read_to_end(socket))
+  end
+
+  def test_a_stopping_worker_closes_its_idle_kept_connections
+    server = keep_alive_server(60)
+    socket = kept_connection(server)
+    server.signal(:QUIT)
+    assert_equal "", read_to_end(socket), "closed at once, not after 60 s"
+    assert_predicate server.wait, :success?
+  end
+
+  def test_without_the_option_every_response_closes_its_connection
+    server = serve(app: APP, config: "workers 1\n")
+    socket = connect(server)
+    socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    response = read_to_end(socket)
+    assert_match(/\r\nconnection: close\r\n/, response)
+  end
+
+  def test_the_option_is_checked
+    error = assert_raises(Herd::ConfigError) { Herd::HTTP::Options.new(keep_alive: 0) }
+    assert_match(/keep_alive must be false or a positive number of seconds/, error.message)
+    assert_equal 5, Herd::HTTP::Options.new(keep_alive: 5).keep_alive
+    assert_equal false, Herd::HTTP::Options.new.keep_alive
+  end
+end
