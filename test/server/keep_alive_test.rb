@@ -17,13 +17,24 @@ class KeepAliveTest < Herd::Test
       when "/echo" then [200, {"content-type" => "text/plain"}, [env["rack.input"].read]]
       when "/length" then [200, {"content-length" => "5"}, ["hello"]]
       when "/wrong-length" then [200, {"content-length" => "9"}, ["hello"]]
+      when "/busy" then $stderr.puts("busy: serving"); sleep 2; [200, {}, ["done"]]
+      when "/tempfiles" then [200, {}, [Dir.children("/proc/self/fd").count { |fd| File.readlink("/proc/self/fd/\#{fd}").include?("herd-body") rescue false }.to_s]]
       else [200, {"content-type" => "text/plain"}, ["pid=\#{Process.pid} path=\#{env["PATH_INFO"]}"]]
       end
     }
   RUBY
 
-  def keep_alive_server(seconds = 2, env: {})
-    serve(app: APP, config: "workers 1\nhttp keep_alive: #{seconds}, read_timeout: 1\n", env: env)
+  def keep_alive_server(seconds = 2, env: {}, read_timeout: 1, more: "")
+    serve(app: APP, config: "workers 1\nhttp keep_alive: #{seconds}, read_timeout: #{read_timeout}\n#{more}", env: env)
+  end
+
+  # A request on a connection of its own that keeps the worker busy (2 s),
+  # once the worker is in it.
+  def keep_busy(server)
+    before = server.mark
+    thread = Thread.new { server.get("/busy", "Connection: close\r\n") }
+    server.wait_for(/busy: serving/, after: before)
+    thread
   end
 
   def connect(server)
@@ -119,6 +130,60 @@ class KeepAliveTest < Herd::Test
     server.signal(:QUIT)
     assert_equal "", read_to_end(socket), "closed at once, not after 60 s"
     assert_predicate server.wait, :success?
+  end
+
+  # The idle time ran out while the worker was busy, then a byte came: no
+  # new read_timeout for it, or the worker would wait in its read (30 s
+  # here) while other clients queue.
+  def test_a_byte_after_the_idle_time_buys_no_time_in_the_worker
+    server = keep_alive_server(1, read_timeout: 30)
+    socket = kept_connection(server)
+    busy = keep_busy(server)
+    sleep 1.2 # past the kept connection's idle time, the worker still busy
+    socket.write("G")
+    busy.join(10)
+    assert_match(/pid=/, Timeout.timeout(10) { server.get("/", "Connection: close\r\n") }, "the next client is served")
+    assert_match(%r{\AHTTP/1.1 408 }, read_to_end(socket))
+  end
+
+  # A request waiting unread on a kept connection when the worker is told
+  # to stop is served, not reset.
+  def test_a_stopping_worker_serves_a_request_already_waiting_on_a_kept_connection
+    server = keep_alive_server(30)
+    socket = kept_connection(server)
+    busy = keep_busy(server)
+    socket.write("GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+    server.signal(:QUIT)
+    busy.join(10)
+    response = read_to_end(socket)
+    assert_match(%r{\AHTTP/1.1 200 OK\r\n}, response)
+    assert_match(/\r\nconnection: close\r\n.*path=\/second\z/m, response, "the last one on it")
+    assert_predicate server.wait, :success?
+  end
+
+  def test_request_bodies_spooled_on_a_kept_connection_are_closed
+    server = keep_alive_server(5, more: "http body_spool_threshold: 10\n")
+    socket = connect(server)
+    5.times do
+      socket.write("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n#{"a" * 100}")
+      assert_equal "a" * 100, read_response(socket).last
+    end
+    socket.write("GET /tempfiles HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert_equal "0", read_response(socket).last
+  end
+
+  # The end of a kept connection, by its client or its idle time, is not a
+  # request: not counted, not passed to after_request_complete.
+  def test_a_kept_connections_end_is_not_a_request
+    hook = "after_request_complete { |*args| $stderr.puts \"hooked: \#{args.last.method} \#{args.last.target}\" }\n"
+    server = keep_alive_server(1, more: hook)
+    kept_connection(server).close
+    kept_connection(server)
+    sleep 1.5 # past its idle time
+    before = server.mark
+    server.get("/last")
+    server.wait_for(%r{hooked: GET /last}, after: before)
+    assert_equal ["GET /", "GET /", "GET /last"], server.lines.grep(/hooked:/).map { |line| line[/hooked: (.*)$/, 1] }
   end
 
   def test_without_the_option_every_response_closes_its_connection

@@ -14,7 +14,7 @@ module Herd
     # `connection: close`, but for one the caller asked to keep the
     # connection open for ({#keep_alive=}) that herd frames itself and writes
     # whole: the plain response, an Array body with its content-length, a
-    # response without a body (HEAD, 1xx but 101, 204, 304). {#kept?} then
+    # response without a body (HEAD, 204, 304). {#kept?} then
     # says so, and the connection is neither shut down nor closed here.
     #
     # Framing, when the application did not set content-length or
@@ -160,9 +160,11 @@ module Herd
 
         fields = ResponseHeaders.new(headers)
         # What the connection may stay open for: no hijack, no connection
-        # header of the application's, no 101; then a body herd frames (see
-        # #write_array) or none.
-        @keep_alive &&= !fields.hijack && !fields.connection && status != 101
+        # header of the application's, a final status (101 switches
+        # protocols; a client takes another 1xx for an interim one and waits
+        # for more, which the close tells it is not coming); then a body herd
+        # frames (see #write_array) or none.
+        @keep_alive &&= !fields.hijack && !fields.connection && status >= 200
         if fields.hijack
           write_head(status, fields)
           @hijack = fields.hijack

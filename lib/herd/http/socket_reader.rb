@@ -288,9 +288,13 @@ module Herd
 
       def append(data)
         @received = true
-        if @idle # a kept connection's next request begins: the head's own time from now (unless cut short)
+        if @idle # a kept connection's next request begins: the head's own time from now
           @idle = false
-          @head_deadline = Clock.now + @timeout unless @expired_because
+          now = Clock.now
+          # Not once the idle time is over (the worker was busy) or cut
+          # short: a byte sent late must not buy a whole read_timeout in
+          # the worker's read_head.
+          @head_deadline = now + @timeout unless @expired_because || now >= @head_deadline
         end
         # A copy of its own (scratch is read into again), made without the
         # Hash that a `capacity:` keyword costs.

@@ -228,10 +228,10 @@ module Herd
       end
 
       def finish_connection
-        return if @exchange.hijacked || @exchange.kept_alive
+        return if @exchange.hijacked
 
-        close_quietly(@input) if @input
-        close_quietly(@client)
+        close_quietly(@input) if @input # a spooled body's Tempfile, whatever becomes of the connection
+        close_quietly(@client) unless @exchange.kept_alive
       end
 
       # The response went whole and the connection stays open, unless

@@ -87,11 +87,13 @@ module Herd
       end
 
       # Closes the kept connections that have not begun their next request
-      # (the worker stops: they would only wait for it). A client that sends
-      # its request just then sees the connection close, as after any
-      # server's keep-alive timeout, and sends it again on a new one.
+      # (the worker stops: they would only wait for it). One whose request
+      # is waiting unread stays, to be served: closing a socket with unread
+      # input resets it, and the request would be lost. A client that sends
+      # its request just as the connection closes sees it close, as after
+      # any server's keep-alive timeout, and sends it again on a new one.
       def close_idle
-        @by_client.each_value.select { |pending| pending.reader.idle? }.each do |pending|
+        @by_client.each_value.select { |pending| pending.reader.idle? && !pending.client.wait_readable(0) }.each do |pending|
           take(pending)
           pending.client.close
         rescue IOError, SystemCallError

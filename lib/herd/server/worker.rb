@@ -274,6 +274,10 @@ module Herd
       def serve_client(client, remote, listener, reader, request = nil, keep_alive: true)
         exchange = @handler.call(client, remote_addr: remote, server_name: listener.host, server_port: listener.port_string,
           url_scheme: URL_SCHEME, on_request: @on_request, reader: reader, request: request, keep_alive: keep_alive && @keep_alive != false && !@stopping)
+        # A kept connection that ended (closed by its client, or silent for
+        # its idle time) without a request: no request to count, log or hook.
+        return if reader&.idle?
+
         @info.requests += 1
         report_idle
         @access_log&.record(remote, exchange)
