@@ -27,6 +27,24 @@ class RailsAppTest < Herd::Test
       title: "Rails #{bundled_version("railties")} app under herd serve, refork_max_surge 1") { browse }
   end
 
+  # The same with `http keep_alive`: each visit on one connection, as a
+  # browser keeps one, through the reforks (a worker that stops closes its
+  # idle connections; Net::HTTP then reconnects).
+  def test_a_rails_app_through_reforks_with_keep_alive
+    @kept = 0
+    serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 3,
+      warmup: %w[/things /things/new /things.json], more_config: "http keep_alive: 5\n",
+      more_checks: -> { check("responses that kept their connection", @kept.positive?, "#{@kept} of #{@requests.size}") },
+      title: "Rails #{bundled_version("railties")} app under herd serve, keep_alive 5") do
+      @server.session do |http|
+        @session = http
+        browse
+      ensure
+        @session = nil
+      end
+    end
+  end
+
   private
 
   # One visitor: the new-thing form, its POST, the redirect, the JSON; every
@@ -75,11 +93,11 @@ class RailsAppTest < Herd::Test
   end
 
   def get(path, id, cookies)
-    remember(cookies, @server.http(:get, path, headers: headers(id, cookies)))
+    remember(cookies, @server.http(:get, path, headers: headers(id, cookies), session: @session))
   end
 
   def post(path, id, cookies, form)
-    remember(cookies, @server.http(:post, path, headers: headers(id, cookies), form: form))
+    remember(cookies, @server.http(:post, path, headers: headers(id, cookies), form: form, session: @session))
   end
 
   def headers(id, cookies)
@@ -87,6 +105,7 @@ class RailsAppTest < Herd::Test
   end
 
   def remember(cookies, response)
+    @kept += 1 if @session && !response["connection"]&.casecmp?("close")
     Array(response.get_fields("set-cookie")).each do |cookie|
       name, value = cookie.split(";", 2).first.split("=", 2)
       cookies[name] = value

@@ -71,7 +71,8 @@ module Herd
     # through `reforks` reforks and a few more visits on the last
     # generation, then check everything and report. The block is one visitor.
     # @param more_config [String] more settings for herd.rb
-    def serve_through_reforks(app:, env:, workers:, reforks:, title:, warmup:, more_config: "", &visit)
+    # @param more_checks [#call, nil] called before the report, to record checks of the test's own
+    def serve_through_reforks(app:, env:, workers:, reforks:, title:, warmup:, more_config: "", more_checks: nil, &visit)
       config = "workers #{workers}\nrefork_after [20, 40, 60]\nwarmup #{warmup.map(&:inspect).join(", ")}\n#{more_config}"
       @server = Herd::AppServer.new(app: app, config: config, env: env)
       @iteration = 0
@@ -83,6 +84,7 @@ module Herd
       check_log_lines
       check_no_fork_warning
       check_no_late_loads
+      more_checks&.call
       report!(title)
     end
 

@@ -136,14 +136,27 @@ module Herd
       end
     end
 
-    # A request on a fresh connection (herd closes each one).
+    # A request on a fresh connection (herd closes each one), or on
+    # `session`'s (`http keep_alive`: Net::HTTP reuses it while herd keeps
+    # it, and reconnects when herd closed it).
+    # @param session [Net::HTTP, nil] started by {#session}
     # @return [Net::HTTPResponse]
-    def http(method, path, headers: {}, form: nil)
-      Net::HTTP.start("127.0.0.1", @port, open_timeout: 10, read_timeout: 30) do |http|
-        request = (method == :post) ? Net::HTTP::Post.new(path, headers) : Net::HTTP::Get.new(path, headers)
-        request.set_form_data(form) if form
-        http.request(request)
-      end
+    def http(method, path, headers: {}, form: nil, session: nil)
+      return send_request(session, method, path, headers, form) if session
+
+      Net::HTTP.start("127.0.0.1", @port, open_timeout: 10, read_timeout: 30) { |http| send_request(http, method, path, headers, form) }
+    end
+
+    # One client connection for several requests, as a browser keeps one.
+    # @yieldparam http [Net::HTTP]
+    def session(&block)
+      Net::HTTP.start("127.0.0.1", @port, open_timeout: 10, read_timeout: 30, &block)
+    end
+
+    def send_request(http, method, path, headers, form)
+      request = (method == :post) ? Net::HTTP::Post.new(path, headers) : Net::HTTP::Get.new(path, headers)
+      request.set_form_data(form) if form
+      http.request(request)
     end
 
     # @return [Process::Status, nil] the monitor's status once it has exited
