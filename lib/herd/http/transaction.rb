@@ -58,7 +58,7 @@ module Herd
       ensure
         @exchange.bytes_sent = @writer.bytes_sent
         @exchange.status ||= @writer.status
-        @exchange.kept_alive = @writer.kept? && !@exchange.hijacked && @exchange.error.nil?
+        @exchange.kept_alive = kept?
         finish_connection
         @exchange.duration = Clock.now - started
       end
