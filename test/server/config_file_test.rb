@@ -48,7 +48,7 @@ class ServerConfigFileTest < Herd::Test
     "refork_max_surge 1.5" => "refork_max_surge must be a whole number >= 0, got 1.5",
     "refork_min_ready -1" => "refork_min_ready must be a number of seconds >= 0, e.g. 5; got -1",
     "refork_min_ready '5'" => %(refork_min_ready must be a number of seconds >= 0, e.g. 5; got "5"),
-    "refork_max_unavailable 0" => "refork_max_unavailable and refork_max_surge are both 0: a rollout could never " \
+    "refork_max_surge 0; refork_max_unavailable 0" => "refork_max_unavailable and refork_max_surge are both 0: a rollout could never " \
       "replace a worker; set refork_max_surge 1 (replacements first) or refork_max_unavailable 1",
     "out_of_band_gc 0" => "out_of_band_gc must be false or a number of allocations > 0, e.g. 10_000; got 0",
     "prepare_heap :yes" => "prepare_heap: true, false or a Hash of Herd::Heap.prepare options",
@@ -68,12 +68,32 @@ class ServerConfigFileTest < Herd::Test
 
   def test_every_setting_has_its_default_and_its_method
     config = Herd::Server::Config.new
-    assert_equal [Herd::CPU.count, 30, 30, 30, false, 1, 0, 0, true, "config.ru", nil],
+    assert_equal [Herd::CPU.count, 30, 30, 30, false, 0, 1, 0, true, "config.ru", nil],
       %i[workers timeout spawn_timeout shutdown_timeout refork_after refork_max_unavailable refork_max_surge refork_min_ready
         prepare_heap rackup pidfile].map { |name| config.public_send(name) }
     config = load("workers 3\ntimeout 5\nrefork_after [10, 20]\nprepare_heap compact: true\nrackup 'app.ru'\naccess_log '-'\n")
     assert_equal [3, 5, [10, 20], {compact: true}, "app.ru", "-"],
       [config.workers, config.timeout, config.refork_after, config.prepare_heap, config.rackup, config.access_log]
+  end
+
+  # A rollout forks each replacement before the worker it replaces stops;
+  # turning the surge off alone brings back one out, then one in.
+  def test_refork_max_unavailable_defaults_to_none_with_a_surge_and_one_without
+    assert_equal [1, 0], [load("").refork_max_surge, load("").refork_max_unavailable]
+    assert_equal [0, 1], [load("refork_max_surge 0\n").refork_max_surge, load("refork_max_surge 0\n").refork_max_unavailable]
+    assert_equal 2, load("refork_max_unavailable 2\n").refork_max_unavailable
+    assert_equal [2, 0], [load("refork_max_surge 2\n").refork_max_surge, load("refork_max_surge 2\n").refork_max_unavailable]
+    config = load("refork_max_surge 0\n")
+    config.app = Object.new
+    assert_same config, config.validate!
+  end
+
+  def test_the_mold_prepares_at_nice_10_unless_prepare_heap_names_a_nice_value
+    assert_equal 10, load("").heap_nice
+    assert_equal 10, load("prepare_heap compact: true\n").heap_nice
+    assert_equal 0, load("prepare_heap nice: 0\n").heap_nice
+    assert_equal 5, load("prepare_heap nice: 5\n").heap_nice
+    assert_nil load("prepare_heap false\n").heap_nice
   end
 
   def test_after_worker_fork_is_the_deprecated_name_of_after_fork

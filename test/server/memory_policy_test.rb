@@ -23,7 +23,7 @@ class ServerMemoryPolicyTest < Herd::ControlServerTest
   # The worker goes over the limit while it serves a request: the request
   # completes, then the worker leaves and another takes its place.
   def test_a_worker_over_worker_memory_limit_finishes_its_request_and_is_replaced
-    serve("worker_memory_limit 40\n")
+    serve("worker_memory_limit 40\nrefork_max_surge 0\n") # one out, then one in (the surge has its test below)
     pid = @server.get("/")[/pid=(\d+)/, 1]
     response = nil
     @holder = Thread.new { response = @server.get("/grow?mb=64&hold") }

@@ -30,8 +30,13 @@ class ServerReforkTest < Herd::Test
     2.times { @server.get("/") }
     (1..3).each do |generation|
       refork_to(generation, workers: 2)
+      promoted = Integer(@server.lines.grep(/promoting worker \d \(gen #{generation - 1}\)/).last[/promoting worker (\d)/, 1])
       @server.wait_for(/mold \(gen #{generation - 1}\), pid \d+ exited with status 0/)
-      @server.wait_for(/worker 1 \(gen #{generation - 1}\), pid \d+ exited with status 0/)
+      # The promoted worker became the mold; each other one is replaced
+      # (with the default surge, once its replacement is ready).
+      ([0, 1] - [promoted]).each do |number|
+        @server.wait_for(/worker #{number} \(gen #{generation - 1}\), pid \d+ exited with status 0/)
+      end
     end
     @server.wait_for(/refork \(USR2\): promoting worker \d \(gen 2\)/)
     assert_equal [[@server.pid, "herd mold (gen 3)"], [@server.pid, "herd worker 0 (gen 3)"], [@server.pid, "herd worker 1 (gen 3)"]],
@@ -40,12 +45,12 @@ class ServerReforkTest < Herd::Test
   end
 
   # The mold that booted the app compacts; the promoted ones descend from
-  # it and compact only once the live objects grew (`compact: :auto`). With
-  # `prepare_heap nice: 10` (a Hash: options on top of the defaults) the
-  # GCs run at that priority, compaction included.
+  # it and compact only once the live objects grew (`compact: :auto`). The
+  # GCs run at nice 10 by default (Config#heap_nice), compaction included;
+  # a Hash of options without `nice:` keeps that.
   def test_the_booted_mold_compacts_the_promoted_ones_when_the_heap_grew
     skip "no GC.compact in this Ruby" unless GC.respond_to?(:compact)
-    serve(args: ["-w", "1"], config: "prepare_heap nice: 10")
+    serve(args: ["-w", "1"], config: "prepare_heap compact: :auto")
     booted = @server.wait_for(/mold \(gen 0\): heap prepared.*/)[0]
     assert_match(/\+ compaction/, booted)
     assert_match(/; GCs at nice 10, /, booted) unless Herd::LowPriority.unsupported_reason
@@ -129,6 +134,8 @@ class ServerReforkTest < Herd::Test
     @server.wait_for(/refork \(3 requests\): promoting worker 0 \(gen 0\)/)
     @server.wait_for(/mold \(gen 1\): heap prepared .*; \d+ malloc free chunks sealed/)
     @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
+    # The old worker serves until its replacement is ready (refork_max_surge), then leaves.
+    @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited with status 0/)
     5.times { @server.get("/") }
     @server.wait_for(/refork \(5 requests\): promoting worker 0 \(gen 1\)/)
     @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)

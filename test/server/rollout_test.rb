@@ -48,6 +48,7 @@ class ServerRolloutTest < Herd::Test
       spawn_timeout 1
       refork_max_surge 1
       refork_max_unavailable 0
+      prepare_heap nice: 0 # the replacement at the mold's priority: spawn_timeout is its whole budget
       after_fork { |_server, worker| sleep 0.05 until File.exist?("go") if worker.generation >= 1 }
     RUBY
     @server.signal("USR2")
@@ -105,8 +106,10 @@ class ServerRolloutTest < Herd::Test
   def test_refork_min_ready_spaces_the_replacements
     serve(args: ["-w", "2"], config: "refork_min_ready 3600\n")
     @server.signal("USR2")
-    @server.wait_for(/mold \(gen 1\) ready; replacing older workers 1 at a time, each after the last replacement served 3600 s/)
+    @server.wait_for(/mold \(gen 1\) ready; replacing older workers 1 at a time, .*each after the last replacement served 3600 s/)
     first = @server.wait_for(/worker (\d) \(gen 1\), pid \d+ ready/)[1]
+    # The replacement came first (refork_max_surge): the worker it replaces exits once it is ready.
+    @server.wait_for(/worker #{first} \(gen 0\), pid \d+ exited with status 0/)
     @server.signal("TTIN")
     @server.wait_for(/worker 2 \(gen 1\), pid \d+ ready/)
     assert_match(/200/, @server.get("/").lines.first)

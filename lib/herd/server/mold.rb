@@ -193,23 +193,24 @@ module Herd
       # Sealing malloc's free chunks, last, keeps workers' mallocs out of
       # shared pages (Pitchfork's benchmark: 340 -> 257 MiB).
       #
-      # `prepare_heap nice: 10` runs the GCs at that nice value, in a thread
-      # of their own ({LowPriority}): a promoted or reloaded mold prepares
-      # while the current generation serves, and its second or so of CPU
-      # (1.5 s on bench/rails's app, most of it copy-on-write faults of the
-      # compaction) otherwise comes out of the workers' share of the cores.
-      # Not the default: on a saturated machine the preparation then waits
-      # for spare CPU, the new mold holds its copy that much longer, and
-      # bench/rails's time-averaged memory rose from 120 to 159-163 MiB
-      # (docs/REFORKING.md, "Priority"). The preparation may take long
-      # either way, so it gets three spawn_timeouts of its own
+      # The GCs run at `prepare_heap nice:` (10 unless set, Config#heap_nice),
+      # in a thread of their own ({LowPriority}): a promoted or reloaded
+      # mold prepares while the current generation serves, and its second
+      # or so of CPU (1.5 s on bench/rails's app, most of it copy-on-write
+      # faults of the compaction) otherwise comes out of the workers' share
+      # of the cores. The price: on a saturated machine the preparation
+      # waits for spare CPU and the new mold holds its copy that much
+      # longer (bench/rails's time-averaged memory rose from 120 to 159-163
+      # MiB on one VM; docs/REFORKING.md, "Priority"). The preparation may
+      # take long either way, so it gets three spawn_timeouts of its own
       # (Deadlines#preparing).
       def prepare_heap
         option = config.prepare_heap
         return unless option
 
         @link&.send_message([:preparing])
-        @heap_report = Heap.prepare(compact: :auto, **malloc_release, **(option.is_a?(Hash) ? option : {}))
+        options = (option.is_a?(Hash) ? option : {}).merge(nice: config.heap_nice)
+        @heap_report = Heap.prepare(compact: :auto, **malloc_release, **options)
         log.info(role, @heap_report.to_s)
       end
 
