@@ -38,14 +38,19 @@ module PoolBench
   end
 
   # Runs every variant `reps` times, interleaved (variant A, B, C, then again)
-  # so a slow patch of the machine does not land on one variant only.
+  # so a slow patch of the machine does not land on one variant only, and
+  # each round starts one variant further on (B, C, A; then C, A, B): in a
+  # fixed order the variant after the sequential run always ran in that
+  # run's wake, and on the 2-vCPU VM of 2026-11-26 that place alone cost
+  # the variant holding it 5-10% (bench/results/pool-speedup-11.md against
+  # pool-speedup-rotated.md).
   # @param variants [Array<Array(String, #call)>] name and a callable returning anything
   # @return [Hash{String => Array<Float>}] seconds per repetition
   # @param quiet [Boolean] one line per round instead of one per run
   def repeat(variants, reps, label, quiet: false)
     times = variants.to_h { |name, _| [name, []] }
     reps.times do |rep|
-      variants.each do |name, run|
+      variants.rotate(rep).each do |name, run|
         times[name] << time { run.call }
         warn format("  %s rep %d/%d: %-40s %.3f s", label, rep + 1, reps, name, times[name].last) unless quiet
       end
