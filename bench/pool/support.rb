@@ -41,9 +41,8 @@ module PoolBench
   # so a slow patch of the machine does not land on one variant only, and
   # each round starts one variant further on (B, C, A; then C, A, B): in a
   # fixed order the variant after the sequential run always ran in that
-  # run's wake, and on the 2-vCPU VM of 2026-11-26 that place alone cost
-  # the variant holding it 5-10% (bench/results/pool-speedup-11.md against
-  # pool-speedup-rotated.md).
+  # run's wake (on the 2-vCPU VM of 2026-11-26 a round's speed swung by
+  # +-25%), so rotated, every variant holds every place as often.
   # @param variants [Array<Array(String, #call)>] name and a callable returning anything
   # @return [Hash{String => Array<Float>}] seconds per repetition
   # @param quiet [Boolean] one line per round instead of one per run
