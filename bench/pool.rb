@@ -9,8 +9,10 @@
 #   4. memory   Σ PSS of parent + workers over a ~200 MB preloaded dataset
 #   5. call     what one two-item Herd.map costs (vs two bare forks and the
 #               parallel gem), and a 64-item job of ~146 ms sequential
+#   6. gaps     that job's items timed in their workers: how long a worker
+#               waits between two items, before the first and after the last
 #
-#   bundle exec ruby bench/pool.rb [--reps N] [--only seed,overhead,speedup,memory,call] [--name NAME]
+#   bundle exec ruby bench/pool.rb [--reps N] [--only seed,overhead,speedup,memory,call,gaps] [--name NAME]
 #
 # The parallel gem is in the optional bench group
 # (bundle config set --local with bench && bundle install); without it its
@@ -27,13 +29,15 @@ require_relative "pool/overhead"
 require_relative "pool/speedup"
 require_relative "pool/memory"
 require_relative "pool/call_cost"
+require_relative "pool/idle_gaps"
 
 BENCHMARKS = {
   "seed" => PoolBench::SeedTable,
   "overhead" => PoolBench::Overhead,
   "speedup" => PoolBench::Speedup,
   "memory" => PoolBench::Memory,
-  "call" => PoolBench::CallCost
+  "call" => PoolBench::CallCost,
+  "gaps" => PoolBench::IdleGaps
 }.freeze
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV

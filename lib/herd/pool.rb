@@ -261,6 +261,13 @@ module Herd
       true
     end
 
+    # Whether workers are replaced after max_items_per_worker items
+
+    # @api private
+    def recycles_workers?
+      !@settings.max_items_per_worker.nil?
+    end
+
     # Items a worker may still take before it is recycled
 
     # @api private

@@ -6,8 +6,8 @@ module Herd
     # in order, so the answered ones are always a prefix of {#pairs}.
     # @api private
     class Batch
-      attr_reader :pairs, :sent_at
-      attr_accessor :answered, :progress_at, :seen_started
+      attr_reader :pairs
+      attr_accessor :answered, :sent_at, :progress_at, :seen_started
 
       def initialize(pairs, sent_at, seen_started)
         @pairs = pairs

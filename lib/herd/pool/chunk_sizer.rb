@@ -38,6 +38,11 @@ module Herd
         size.clamp(1, limit(handed_out))
       end
 
+      # @return [Boolean] whether a finished batch has told the time per item
+      def estimated?
+        !@per_item.nil?
+      end
+
       # Learns from a finished batch. A sample counts for at most
       # {OUTLIER} times the estimate: one slow batch (a worker's first
       # garbage collection and copy-on-write faults: 50-80 ms for one 2.5 ms

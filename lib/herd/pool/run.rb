@@ -21,6 +21,8 @@ module Herd
       # Otherwise: only to catch a death no EOF reports. Waking the parent
       # more often steals measurable time from workers on a busy machine.
       IDLE_TICK = 0.5
+      # HERD_POOL_PREFETCH=0 sends no batch ahead (see #prefetch).
+      PREFETCH_ENV = "HERD_POOL_PREFETCH"
 
       # @param pool [Pool]
       # @param source [Source]
@@ -35,7 +37,9 @@ module Herd
         @by_index = by_index
         @id = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
         @chunks = ChunkSizer.new(fixed: settings.chunk_size, total: source.size, workers: pool.size)
-        @inflight = {}
+        @inflight = {} # the batch each worker is on
+        @queued = {} # the batch sent ahead to a worker, to start when it finishes its current one
+        @prefetch = prefetch_allowed?
         @warm = {} # workers that answered a batch in this run
         @attempts = Hash.new(0)
         @handed_out = 0
@@ -90,7 +94,8 @@ module Herd
       end
 
       # Every idle worker's batch is taken before any is sent, so each knows
-      # whether it is the last one its worker gets.
+      # whether it is the last one its worker gets; then the batches sent
+      # ahead to busy workers ({#prefetch}).
       # @return [Integer] items handed out
       def dispatch
         plans = []
@@ -102,6 +107,8 @@ module Herd
           @handed_out += pairs.size
           plans << [worker, pairs]
         end
+        ahead = prefetch
+        plans.concat(ahead)
         last = last_batches?(plans)
         # Workers forked by their batch go first, all of them, before any
         # start: callback: its output (a progress line, "running") and the
@@ -110,11 +117,52 @@ module Herd
         forked = plans.select { |worker, _| @pool.unforked?(worker) }
         forked.each { |worker, pairs| hand_out(worker, pairs, last) }
         plans.each do |worker, pairs|
+          next hand_out(worker, pairs, last, queued: true) if ahead.any? { |plan| plan.first.equal?(worker) }
+
           pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
           hand_out(worker, pairs, last) unless forked.any? { |other, _| other.equal?(worker) }
           collect(worker) unless worker.io
         end
         plans.sum { |_, pairs| pairs.size }
+      end
+
+      # A worker that finishes a batch otherwise waits for this process to
+      # wake up, read its results and send the next: 0.4-0.5 ms a batch on
+      # the 2-core VM (a woken parent runs with cold caches, ~230 us from
+      # IO.select's return to the next batch's write), against the parallel
+      # gem's ~0.2 ms, whose thread per worker does less. So a busy worker
+      # is sent its next batch ahead, and finds it in its socket. Only
+      # while the batches left are many (at least two per worker after this
+      # one): the tail is shared out one batch at a time as before, so no
+      # worker sits on a batch another could start.
+      # @return [Array<Array(worker, Array)>] the batches to send ahead
+      def prefetch
+        return [] unless @prefetch && @chunks.estimated?
+
+        @inflight.keys.filter_map do |worker|
+          next if @queued.key?(worker) || worker.retiring?
+
+          size = @chunks.next_size(@handed_out)
+          next unless @source.size - @handed_out >= size * (@pool.size * 2 + 1)
+
+          pairs = @source.take(size)
+          next if pairs.empty?
+
+          @handed_out += pairs.size
+          [worker, pairs]
+        end
+      end
+
+      # Sent ahead only where nothing else hangs on the moment a batch
+      # starts: process workers (their socket holds the batch), a source of
+      # known size (the tail rule), no per-item timeout (it watches the
+      # batch a worker is on), no start: callback (called as an item is
+      # handed out, it would fire a batch early), no max_items_per_worker
+      # (a worker replaced between its batches would take the one queued
+      # for it along).
+      def prefetch_allowed?
+        @pool.kind == :process && !@source.size.nil? && @settings.timeout.nil? && @settings.start.nil? &&
+          !@pool.recycles_workers? && !ENV.fetch(PREFETCH_ENV, "1").strip.start_with?("0")
       end
 
       # A one-call pool's workers exit on their own after a batch that leaves
@@ -128,10 +176,10 @@ module Herd
         !plans.empty? && !@stopping && @pool.retires_workers? && !@source.size.nil? && @source.exhausted?
       end
 
-      def hand_out(worker, pairs, last)
+      def hand_out(worker, pairs, last, queued: false)
         indices = pairs.map(&:first)
         message = [:batch, @id, @with_index, !@settings.timeout.nil?, indices, (@by_index ? nil : pairs.map(&:last)), last]
-        @inflight[worker] = Batch.new(pairs, Clock.now, @pool.scoreboard.started(worker.number))
+        (queued ? @queued : @inflight)[worker] = Batch.new(pairs, Clock.now, @pool.scoreboard.started(worker.number))
         @pool.dispatch(worker, message) || worker_died(worker)
       end
 
@@ -202,7 +250,7 @@ module Herd
       # (2.5 ms items took 5.5 ms a batch of one on the loaded 2-core VM),
       # and batches stuck at one or two items, a round trip each.
       def finish_batch(worker, batch, busy = nil)
-        @inflight.delete(worker)
+        start_queued(worker)
         # A worker's first batch also measures its start-up (its first
         # copy-on-write faults), not only its items.
         @chunks.record(batch.size, busy || (Clock.now - batch.sent_at)) if @warm.key?(worker)
@@ -225,6 +273,7 @@ module Herd
 
         status = worker.reap
         batch = @inflight.delete(worker)
+        hand_back_queued(worker)
         # Read before #replace marks the slot idle for the new worker: the
         # dead one's last word is the only record of the item it was on.
         index = culprit(worker, batch)
@@ -238,6 +287,22 @@ module Herd
           worker_number: worker.number
         )
         retry_or(batch, index, error) { fail!(error) }
+      end
+
+      # The batch sent ahead becomes the one the worker is on: it starts now.
+      def start_queued(worker)
+        queued = @queued.delete(worker)
+        return @inflight.delete(worker) unless queued
+
+        @inflight[worker] = queued
+        queued.sent_at = queued.progress_at = Clock.now
+      end
+
+      # A dead or killed worker's batch sent ahead goes back to the source
+      # untouched: it never started.
+      def hand_back_queued(worker)
+        queued = @queued.delete(worker)
+        @source.retry(queued.pairs) if queued && !@stopping
       end
 
       # The item the scoreboard names, if this batch still owes its answer (a
@@ -280,6 +345,7 @@ module Herd
         worker.kill
         worker.reap
         @inflight.delete(worker)
+        hand_back_queued(worker)
         @pool.replace(worker)
         error = TimeoutError.new(
           "item #{index} (#{preview(batch.item(index))}) ran longer than the #{@settings.timeout}s timeout on " \
@@ -331,6 +397,7 @@ module Herd
 
         @pool.halt(@inflight.keys)
         @inflight.clear
+        @queued.clear
       end
 
       def load_error(value, worker, index)
