@@ -14,15 +14,20 @@ class PoolPrefetchTest < Herd::Test
   # ahead for most of its length whatever the machine's speed.
   WORK = ->(i) { sleep 0.003 and i * 10 }
 
-  # Counts the batches sent ahead in this process.
+  # Counts the batches sent ahead in this process, and what each left in
+  # the source: [items left after it, its size, workers].
   module Spy
     class << self
-      attr_accessor :queued
+      attr_accessor :queued, :left
     end
     self.queued = 0
+    self.left = []
 
     def hand_out(worker, pairs, last, queued: false)
-      Spy.queued += 1 if queued
+      if queued
+        Spy.queued += 1
+        Spy.left << [@source.size - @handed_out, pairs.size, @pool.size]
+      end
       super
     end
   end
@@ -31,6 +36,7 @@ class PoolPrefetchTest < Herd::Test
   def setup
     super
     Spy.queued = 0
+    Spy.left = []
   end
 
   def test_results_arrive_once_and_in_place_with_batches_sent_ahead
@@ -104,15 +110,27 @@ class PoolPrefetchTest < Herd::Test
     assert_operator Spy.queued, :>, 0
   end
 
-  # The last batches go one at a time to whichever worker is free: a worker
-  # never holds a queued batch once fewer than two batches per worker remain.
+  # The last batches go one at a time to whichever worker is free: a batch
+  # is sent ahead only when at least two batches per worker remain after it.
   def test_nothing_is_sent_ahead_into_the_tail
-    chunks = Herd::Pool::ChunkSizer.new(fixed: nil, total: ITEMS, workers: 2)
-    chunks.record(1, 0.003)
-    size = chunks.next_size(0)
-    Spy.queued = 0
     Herd.map(0...ITEMS, processes: 2, &WORK)
-    assert_operator Spy.queued * size, :<=, ITEMS - (size * 5), "batches sent ahead reached into the tail"
+    refute_empty Spy.left
+    Spy.left.each do |left, size, workers|
+      assert_operator left, :>=, size * workers * 2, "a batch of #{size} sent ahead with #{left} items left"
+    end
+  end
+
+  # A reusable pool's batches carry the items themselves. A busy worker
+  # reads a batch sent ahead only after its current one, so one bigger than
+  # the socket's buffer would hold this process in its write meanwhile, and
+  # with results as big the other way, both forever: such items go one
+  # batch at a time.
+  def test_items_too_big_to_wait_in_a_socket_are_not_sent_ahead
+    big = Array.new(40) { |i| i.to_s * 400_000 }
+    Herd::Pool.open(processes: 2, job: ->(text) { sleep 0.003 and text }) do |pool|
+      assert_equal big, pool.map(big)
+    end
+    assert_equal 0, Spy.queued
   end
 
   private

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "socket"
 require_relative "batch"
 require_relative "chunk_sizer"
 require_relative "error_payload"
@@ -23,6 +24,14 @@ module Herd
       IDLE_TICK = 0.5
       # HERD_POOL_PREFETCH=0 sends no batch ahead (see #prefetch).
       PREFETCH_ENV = "HERD_POOL_PREFETCH"
+      # The most a batch sent ahead may weigh, marshalled: a busy worker
+      # reads it only once its current batch is done, so it must fit in the
+      # socket's buffer with room to spare, or the write blocks this process
+      # until then; and if that worker is itself blocked writing results
+      # bigger than the buffer the other way, neither ever moves on.
+      # Herd.map's batches are positions (a few bytes an item); a reusable
+      # pool's carry the items themselves.
+      AHEAD_MAX_BYTES = 8192
 
       # @param pool [Pool]
       # @param source [Source]
@@ -140,17 +149,34 @@ module Herd
         return [] unless @prefetch && @chunks.estimated?
 
         @inflight.keys.filter_map do |worker|
-          next if @queued.key?(worker) || worker.retiring?
+          next if !@prefetch || @queued.key?(worker) || worker.retiring?
 
           size = @chunks.next_size(@handed_out)
           next unless @source.size - @handed_out >= size * (@pool.size * 2 + 1)
 
           pairs = @source.take(size)
           next if pairs.empty?
+          next give_back_ahead(pairs) unless fits_ahead?(worker, pairs)
 
           @handed_out += pairs.size
           [worker, pairs]
         end
+      end
+
+      def fits_ahead?(worker, pairs)
+        @ahead_limit ||= begin
+          [AHEAD_MAX_BYTES, worker.io.getsockopt(Socket::SOL_SOCKET, Socket::SO_SNDBUF).int / 2].min
+        rescue SystemCallError, IOError, NoMethodError
+          AHEAD_MAX_BYTES
+        end
+        Marshal.dump(batch_message(pairs, false)).bytesize <= @ahead_limit
+      end
+
+      # Items this big go one batch at a time for the rest of the run.
+      def give_back_ahead(pairs)
+        @prefetch = false
+        @source.retry(pairs)
+        nil
       end
 
       # Sent ahead only where nothing else hangs on the moment a batch
@@ -177,10 +203,13 @@ module Herd
       end
 
       def hand_out(worker, pairs, last, queued: false)
-        indices = pairs.map(&:first)
-        message = [:batch, @id, @with_index, !@settings.timeout.nil?, indices, (@by_index ? nil : pairs.map(&:last)), last]
+        message = batch_message(pairs, last)
         (queued ? @queued : @inflight)[worker] = Batch.new(pairs, Clock.now, @pool.scoreboard.started(worker.number))
         @pool.dispatch(worker, message) || worker_died(worker)
+      end
+
+      def batch_message(pairs, last)
+        [:batch, @id, @with_index, !@settings.timeout.nil?, pairs.map(&:first), (@by_index ? nil : pairs.map(&:last)), last]
       end
 
       # Every object the parent makes while workers share its pages lands in
