@@ -135,7 +135,12 @@ module Herd
       return nil if @buffer.bytesize < HEADER + length
 
       payload = @buffer.byteslice(HEADER, length)
-      @buffer = @buffer.byteslice(HEADER + length, @buffer.bytesize) || +"".b
+      # Most reads hold whole frames: the buffer empties and keeps its room.
+      if @buffer.bytesize == HEADER + length
+        @buffer.clear
+      else
+        @buffer = @buffer.byteslice(HEADER + length, @buffer.bytesize)
+      end
       [Marshal.load(payload)] # standard:disable Security/MarshalLoad -- our own child, over a private socketpair
     end
   end

@@ -32,6 +32,9 @@ module Herd
       # Herd.map's batches are positions (a few bytes an item); a reusable
       # pool's carry the items themselves.
       AHEAD_MAX_BYTES = 8192
+      # Positions in a batch that surely fit in AHEAD_MAX_BYTES (5 bytes
+      # each at most, marshalled, below 2**31).
+      AHEAD_POSITIONS = 1000
 
       # @param pool [Pool]
       # @param source [Source]
@@ -164,6 +167,8 @@ module Herd
       end
 
       def fits_ahead?(worker, pairs)
+        return true if @by_index && pairs.size <= AHEAD_POSITIONS # a few bytes each, marshalled
+
         @ahead_limit ||= begin
           [AHEAD_MAX_BYTES, worker.io.getsockopt(Socket::SOL_SOCKET, Socket::SO_SNDBUF).int / 2].min
         rescue SystemCallError, IOError, NoMethodError
@@ -204,7 +209,9 @@ module Herd
 
       def hand_out(worker, pairs, last, queued: false)
         message = batch_message(pairs, last)
-        (queued ? @queued : @inflight)[worker] = Batch.new(pairs, Clock.now, @pool.scoreboard.started(worker.number))
+        # The scoreboard's count is what a timeout watches; nothing else reads it.
+        seen = @settings.timeout ? @pool.scoreboard.started(worker.number) : 0
+        (queued ? @queued : @inflight)[worker] = Batch.new(pairs, Clock.now, seen)
         @pool.dispatch(worker, message) || worker_died(worker)
       end
 
@@ -287,7 +294,7 @@ module Herd
         @pool.served(worker, batch.answered)
         return if @stopping
 
-        @source.retry(batch.unanswered)
+        @source.retry(batch.unanswered) if batch.answered < batch.size
         # Items came back after this worker was told it had its last batch.
         @pool.replace(worker) if worker.retiring? && !@source.exhausted?
       end

@@ -63,6 +63,8 @@ module Herd
       # @return [Array<Array(Integer, Object)>] up to `count` pairs [index, item];
       #   empty when nothing is available right now
       def take(count)
+        return take_fresh(count) if @retries.empty?
+
         batch = @retries.shift(count)
         batch.concat(take_fresh(count - batch.size)) if batch.size < count
         batch
