@@ -127,10 +127,10 @@ module Herd
       # The nice value of work nothing waits on during a rollout (a mold's
       # preparation, a surge replacement's warm-up) when `prepare_heap`
       # names none. Together with the surge it kept p99 during a refork of
-      # bench/refork within 2x steady in 10 rounds of 10, and throughput at
-      # 0.9x steady or more in 9, where one-out-one-in at the mold's own
+      # bench/refork within 2x steady in 15 rounds of 15, and throughput at
+      # 0.9x steady or more in 13, where one-out-one-in at the mold's own
       # priority missed one of the two in 5 rounds of 13
-      # (bench/results/refork-default-vs-surge.md, refork-new-default.md).
+      # (bench/results/refork-default-vs-surge.md, refork-new-default*.md).
       DEFAULT_HEAP_NICE = 10
 
       # @return [Integer] how many workers a rollout takes out of service at
