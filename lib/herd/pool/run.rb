@@ -107,7 +107,7 @@ module Herd
 
       # Every idle worker's batch is taken before any is sent, so each knows
       # whether it is the last one its worker gets; then the batches sent
-      # ahead to busy workers ({#prefetch}).
+      # ahead ({#prefetch}), after the batch each worker is to start first.
       # @return [Integer] items handed out
       def dispatch
         plans = []
@@ -119,8 +119,7 @@ module Herd
           @handed_out += pairs.size
           plans << [worker, pairs]
         end
-        ahead = prefetch
-        plans.concat(ahead)
+        ahead = prefetch(plans)
         last = last_batches?(plans)
         # Workers forked by their batch go first, all of them, before any
         # start: callback: its output (a progress line, "running") and the
@@ -129,13 +128,12 @@ module Herd
         forked = plans.select { |worker, _| @pool.unforked?(worker) }
         forked.each { |worker, pairs| hand_out(worker, pairs, last) }
         plans.each do |worker, pairs|
-          next hand_out(worker, pairs, last, queued: true) if ahead.any? { |plan| plan.first.equal?(worker) }
-
           pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
           hand_out(worker, pairs, last) unless forked.any? { |other, _| other.equal?(worker) }
           collect(worker) unless worker.io
         end
-        plans.sum { |_, pairs| pairs.size }
+        ahead.each { |worker, pairs| hand_out(worker, pairs, false, queued: true) }
+        (plans + ahead).sum { |_, pairs| pairs.size }
       end
 
       # A worker that finishes a batch otherwise waits for this process to
@@ -146,12 +144,17 @@ module Herd
       # is sent its next batch ahead, and finds it in its socket. Only
       # while the batches left are many (at least two per worker after this
       # one): the tail is shared out one batch at a time as before, so no
-      # worker sits on a batch another could start.
+      # worker sits on a batch another could start. Workers given a batch in
+      # this very round count as busy: workers of equal items finish
+      # together, and are collected by the same wake-up; counting only those
+      # busy before it, such a pair never got a batch ahead.
+      # @param plans [Array<Array(worker, Array)>] this round's first batches
       # @return [Array<Array(worker, Array)>] the batches to send ahead
-      def prefetch
+      def prefetch(plans)
         return [] unless @prefetch && @chunks.estimated?
 
-        @inflight.keys.filter_map do |worker|
+        busy = @inflight.keys + plans.filter_map { |worker, _| worker unless @pool.unforked?(worker) }
+        busy.filter_map do |worker|
           next if !@prefetch || @queued.key?(worker) || worker.retiring?
 
           size = @chunks.next_size(@handed_out)
