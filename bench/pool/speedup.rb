@@ -22,7 +22,13 @@ module PoolBench
 
     def call
       items = Array.new(ITEMS, ROUNDS)
-      work = ->(rounds) { Loads.cpu(rounds) }
+      # Each item is timed where it runs: what share of the workers' time
+      # went to items is the pool's own doing, whatever speed the vCPUs had.
+      work = lambda do |rounds|
+        started = PoolBench.now
+        Loads.cpu(rounds)
+        [rounds, PoolBench.now - started]
+      end
       variants = [
         ["sequential", -> { items.map(&work) }],
         [HERD, -> { Herd.map(items, processes: WORKERS, &work) }],
@@ -30,8 +36,16 @@ module PoolBench
       ]
       variants << [PARALLEL, -> { Parallel.map(items, in_processes: WORKERS, &work) }] unless PoolBench.parallel_missing
       cpu = Hash.new { |hash, key| hash[key] = [] }
+      item_seconds = Hash.new { |hash, key| hash[key] = [] }
       timed = variants.map do |label, run|
-        [label, -> { cpu[label] << children_cpu { raise "#{label} is wrong" unless run.call == items } }]
+        [label, lambda do
+          cpu[label] << children_cpu do
+            results = run.call
+            raise "#{label} is wrong" unless results.map(&:first) == items
+
+            item_seconds[label] << results.sum(&:last)
+          end
+        end]
       end
       load_before = PoolBench.loadavg
       per_cpu = BareForks.per_cpu_seconds(ROUNDS, items: 4)
@@ -39,7 +53,9 @@ module PoolBench
       sequential = PoolBench.median(times["sequential"])
       rows = times.to_h do |label, values|
         stats = PoolBench.stats(values)
-        [label, stats.merge(runs: values, speedup: sequential / stats[:median], cpu_seconds: PoolBench.median(cpu[label]))]
+        busy = busy_shares(label, values, item_seconds[label])
+        [label, stats.merge(runs: values, speedup: sequential / stats[:median], cpu_seconds: PoolBench.median(cpu[label]),
+          busy: PoolBench.median(busy), busy_runs: busy)]
       end
       speedup = rows.dig(HERD, :speedup)
       parallel = rows.dig(PARALLEL, :speedup)
@@ -47,6 +63,7 @@ module PoolBench
       verdict = format("herd's speedup on %d processes: %.2fx%s. Target >= %.2fx and >= the parallel gem's: %s.", WORKERS,
         speedup, parallel ? format(", the parallel gem's %.2fx", parallel) : "", TARGET, met ? "met" : "NOT met")
       verdict += paired(times) if parallel
+      verdict += busy_verdict(rows)
       ceiling = rows.dig(CEILING, :speedup)
       verdict += format(" This machine's ceiling in the same run (bare forks): %.2fx; herd reaches %.0f%% of it.",
         ceiling, speedup / ceiling * 100)
@@ -68,6 +85,34 @@ module PoolBench
         PoolBench.median(ratios), ratios.min, ratios.max)
     end
 
+    # @return [Array<Float>] per run, the items' time in their workers over
+    #   the time the workers had (workers x the call's wall time)
+    def busy_shares(label, walls, item_seconds)
+      workers = (label == "sequential") ? 1 : WORKERS
+      walls.zip(item_seconds).map { |wall, busy| busy / (workers * wall) }
+    end
+
+    # The speedup's wall times carry the vCPUs' drift (an item took 1.6x as
+    # long on one vCPU as on the other in some runs, and either may be slow
+    # within a minute); the busy share does not: it is the call's own cost.
+    def busy_verdict(rows)
+      shares = {HERD => "herd", PARALLEL => "the parallel gem", CEILING => "bare forks"}.filter_map do |label, name|
+        rows[label] && [name, rows[label][:busy]]
+      end
+      text = format(" Share of the workers' time spent on items, which the vCPUs' speed does not move (the speedup at the " \
+        "items' own speed is %d x that share; %.2fx is %.1f%%): %s.", WORKERS, TARGET, TARGET / WORKERS * 100,
+        shares.map { |name, share| format("%s %.1f%%", name, share * 100) }.join(", "))
+      ours = rows[HERD][:busy]
+      theirs = rows[PARALLEL]&.dig(:busy)
+      met = ours * WORKERS >= TARGET && (theirs.nil? || ours >= theirs)
+      text += format(" At the items' own speed, herd %.2fx: %s.", ours * WORKERS, met ? "met" : "NOT met")
+      return text unless theirs
+
+      gaps = rows[HERD][:busy_runs].zip(rows[PARALLEL][:busy_runs]).map { |herd, gem| (herd - gem) * 100 }
+      text + format(" Round by round, herd's share minus the parallel gem's: median %+.2f points (%+.2f to %+.2f).",
+        PoolBench.median(gaps), gaps.min, gaps.max)
+    end
+
     # @return [Float] CPU seconds used by this process and its reaped children during the block
     def children_cpu
       before = Process.times
@@ -77,9 +122,10 @@ module PoolBench
     end
 
     def render(rows, verdict, load_before, per_cpu)
-      table = PoolBench.table(["variant", "s: median (min–max)", "x sequential", "CPU s (all processes)"],
+      table = PoolBench.table(["variant", "s: median (min–max)", "x sequential", "CPU s (all processes)", "workers busy"],
         rows.map do |label, row|
-          [label, PoolBench.seconds(row), format("%.2f", row[:speedup]), format("%.2f", row[:cpu_seconds])]
+          [label, PoolBench.seconds(row), format("%.2f", row[:speedup]), format("%.2f", row[:cpu_seconds]),
+            format("%.1f%%", row[:busy] * 100)]
         end)
       <<~MD
         ## 3. CPU-bound speedup
@@ -89,7 +135,9 @@ module PoolBench
         (other work on these #{Etc.nprocessors} cores shows up as wall time above CPU time / #{WORKERS}).
         #{PoolBench.per_cpu_line(per_cpu)}
         The ceiling row is the leanest fork pool there is (bench/pool/bare_forks.rb): what any pool can reach
-        on this machine in this run.
+        on this machine in this run. "Workers busy" adds up the items' time, each timed in its worker, over the
+        time the workers had (#{WORKERS} x the call's wall time; 1 for sequential): the start, the round trips,
+        the tail and the teardown are the rest.
 
         #{table}
         #{verdict}#{"\n\nparallel gem skipped: #{PoolBench.parallel_missing}" if PoolBench.parallel_missing}
