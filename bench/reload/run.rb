@@ -95,7 +95,7 @@ module ReloadBench
       stopping: stopping, finished: finished, mold: mold))
     result[:cpu] = CPUBreakdown.new(sampler.samples, server.role, mold[:generation], result[:throughput])
       .phases(steady: [steady_from, signaled], window: [signaled, signaled + 5.0], after: [done_at + 1.0, stopping])
-    result[:events] = running.log[log_mark..].lines.grep(/monitor:|Worker|phase|HUP|reload|refork/).map { |l| l.strip[0, 200] }.first(40)
+    result[:events] = running.log[log_mark..].lines.grep(/monitor:|Worker|phase|HUP|reload|refork|warm-up|heap prepared/).map { |l| l.strip[0, 300] }.first(60)
     result
   rescue => e
     client&.kill

@@ -80,6 +80,37 @@ class PoolMapTest < Herd::Test
     assert_equal [[10, 0, 11, Process.pid], [20, 1, 21, Process.pid]], finished.sort
   end
 
+  # After an error, results other workers sent before they stopped still
+  # reach finish:, once each, and only items that completed; a reusable
+  # pool's next call hears of its own items alone.
+  def test_finish_sees_each_completed_item_once_after_an_error
+    Dir.mktmpdir do |dir|
+      log = File.join(dir, "completed")
+      job = lambda do |(call, i)|
+        raise "boom #{i}" if i == 10
+
+        sleep 0.002
+        File.write(log, "#{call} #{i}\n", mode: "a")
+        i * 2
+      end
+      Herd::Pool.open(processes: 2, job: job) do |pool|
+        2.times do |call|
+          finished = []
+          error = assert_raises(RuntimeError) do
+            pool.map((0...40).map { |i| [call, i] }, finish: ->((c, i), index, result) { finished << [c, i, index, result] })
+          end
+          assert_equal "boom 10", error.message
+          completed = File.readlines(log, chomp: true).filter_map { |line| line.split.map(&:to_i) if line.start_with?("#{call} ") }
+          assert_equal finished.uniq, finished
+          finished.each do |c, i, index, result|
+            assert_equal [call, i, i * 2], [c, index, result]
+            assert_includes completed, [call, i]
+          end
+        end
+      end
+    end
+  end
+
   def test_worker_processes_are_forked_and_reaped
     pids = Herd.map(1..10, processes: 2, chunk_size: 1) { Process.pid }.uniq
     refute_includes pids, Process.pid
