@@ -194,6 +194,10 @@ class ServerReforkTest < Herd::Test
   # The worker that forked the new mold shares its pages with it from then
   # on (each page it writes is a copy-on-write fault): the rollout replaces
   # it first. Worker 0, the first otherwise, cannot be the one promoted.
+  # Its replacement is the first of the new generation to be ready; the old
+  # workers' exits may come in any order (with the default surge, an old
+  # worker told to stop finishes its request while the next replacement is
+  # already forked).
   def test_the_rollout_replaces_the_promoted_worker_first
     serve(config: <<~RUBY)
       workers 3
@@ -202,7 +206,7 @@ class ServerReforkTest < Herd::Test
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ is no longer fork safe/)
     @server.signal("USR2")
     promoted = @server.wait_for(/refork \(USR2\): promoting worker (\d) \(gen 0\)/)[1]
-    first = @server.wait_for(/worker (\d) \(gen 0\), pid \d+ exited/)[1]
+    first = @server.wait_for(/worker (\d) \(gen 1\), pid \d+ ready/)[1]
     assert_equal promoted, first, @server.lines.join
   end
 
