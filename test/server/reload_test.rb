@@ -99,6 +99,9 @@ class ServerReloadTest < Herd::Test
     File.write(File.join(@server.dir, "config.ru"), app("v2"))
     @server.signal("HUP")
     @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
+    # The worker it replaces (the default surge) may still accept until it
+    # reads its stop: the requests below must all reach the new one.
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ exited/)
     6.times { @server.get("/") }
     # The fresh generation is cold: reforked after 5 requests, not 1000.
     @server.wait_for(/refork \(\d+ requests\): promoting worker 0 \(gen 2\)/)
