@@ -73,8 +73,10 @@ summary = runs.reject { |run| run[:error] }.group_by { |run| run[:server] }.map 
    lost: mean_interval(reforks.map { |r| r[:lost_seconds] })}
 end
 
-def interval(mean, half)
-  half ? format("%.2f (%.2f–%.2f)", mean, mean - half, mean + half) : format("%.2f", mean)
+# "mean (low–high)", or the mean alone for a single sample.
+def interval(mean, half, digits = 2)
+  value = ->(x) { format("%.#{digits}f", x) }
+  half ? "#{value[mean]} (#{value[mean - half]}–#{value[mean + half]})" : value[mean]
 end
 
 table = Bench::Report.markdown_table(
@@ -82,7 +84,7 @@ table = Bench::Report.markdown_table(
     "windows ≥ #{THRESHOLD}x", "capacity lost per refork (s): mean (95% interval)", "p99 in the roll / p99 before: median (max)",
     "roll (s), median", "failed requests"],
   summary.map do |s|
-    [s[:server], s[:reforks], format("%.3f (%s)", s[:mean], s[:half] ? format("%.3f–%.3f", s[:mean] - s[:half], s[:mean] + s[:half]) : "n/a"),
+    [s[:server], s[:reforks], interval(s[:mean], s[:half], 3),
       format("%.3f (%.2f–%.2f)", s[:median], s[:min], s[:max]), "#{s[:met]} of #{s[:reforks]}", interval(*s[:lost]),
       format("%.2fx (%.2fx)", s[:p99_median], s[:p99_max]), format("%.1f", s[:roll_median]), s[:failed]]
   end
