@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "rbconfig"
 require_relative "env_switch"
 
 module Herd
@@ -15,8 +16,14 @@ module Herd
   module Extension
     ENV_SWITCH = "HERD_HEAD_SCANNER"
 
+    # A checkout builds it per Ruby (`rake compile`, for each Ruby of the
+    # test matrix); an installed gem has the one RubyGems built.
     begin
-      require "herd/head_scanner"
+      begin
+        require "herd/#{RbConfig::CONFIG["ruby_version"]}/head_scanner"
+      rescue LoadError
+        require "herd/head_scanner"
+      end
       LOAD_ERROR = nil
     rescue LoadError => e
       LOAD_ERROR = e.message
