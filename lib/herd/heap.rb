@@ -45,10 +45,14 @@ module Herd
     # @!attribute priority
     #   @return [LowPriority::Outcome, nil] the priority the GCs ran at
     #     (`nice:`), nil when none was asked for
+    # @!attribute stepped_aside
+    #   @return [String, nil] why nothing at all was done ({Heap.other_gc})
     Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :filled, :spared, :sealed, :trimmed, :packed, :duration,
-      :young_before, :young_after, :old_before, :old_after, :priority, keyword_init: true) do
+      :young_before, :young_after, :old_before, :old_after, :priority, :stepped_aside, keyword_init: true) do
       # @return [String] one line for logs
       def to_s
+        return "heap left as it is: #{stepped_aside}" if stepped_aside
+
         format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
           strategy, gc_runs, (gc_runs == 1) ? "" : "s", compaction_summary,
           filled.to_i.positive? ? " + #{filled} free slots filled (#{spared.to_i} left free)" : "",
@@ -136,7 +140,7 @@ module Herd
     COMPACT_VALUES = [true, false, nil, :auto].freeze
     # Bytes of one object slot in Ruby's heap.
     # @api private
-    SLOT_SIZE = GC::INTERNAL_CONSTANTS.fetch(:RVALUE_SIZE, 40)
+    SLOT_SIZE = GC::INTERNAL_CONSTANTS.fetch(:RVALUE_SIZE) { GC::INTERNAL_CONSTANTS.fetch(:BASE_SLOT_SIZE, 40) }
     # Stop promoting once young objects are at most this share of live ones.
     DEFAULT_YOUNG_RATIO = 0.01
     # Objects need three survived GCs to become old on Ruby 3.1; one spare.
@@ -188,6 +192,10 @@ module Herd
       def prepare(compact: false, warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
         trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
         refused = compact_refused(compact) and raise ArgumentError, refused
+        if (gc = other_gc)
+          return Report.new(strategy: :none, gc_runs: 0, compacted: false, filled: 0, spared: 0, trimmed: false, duration: 0.0,
+            young_before: 0, young_after: 0, old_before: 0, old_after: 0, stepped_aside: gc)
+        end
 
         started = clock
         before = census
@@ -198,7 +206,7 @@ module Herd
           (strategy, runs, compacted, skipped), priority = LowPriority.run(nice) do
             # Process.warmup compacts: with `:auto`, only when compacting is due.
             if warmup && Process.respond_to?(:warmup) && (compact != :auto || LastCompaction.due)
-              warm_up(before, young_ratio)
+              warm_up(before, young_ratio, compact)
             else
               # With filling, one GC first (it frees the garbage, so that the
               # fill sees every free slot), and the promotion after the fill
@@ -245,17 +253,43 @@ module Herd
         EnvSwitch.off?(value) ? "#{INTERNALS_ENV}=#{value}" : nil
       end
 
+      # Every step counts on the default GC's generations, pages and
+      # statistics; a modular GC (Ruby >= 3.4, RUBY_GC_LIBRARY) has none of them.
+      # @return [String, nil] why the heap is left alone, nil on the default GC
+      def other_gc
+        return nil unless GC.respond_to?(:config)
+
+        implementation = GC.config[:implementation]
+        return nil if implementation.nil? || implementation == "default"
+
+        "the GC is #{implementation}, herd knows the generations and pages of Ruby's default GC only"
+      end
+
       # @return [Boolean] whether this Ruby can compact its heap
       def compaction_supported?
         GC.respond_to?(:compact) && GC.respond_to?(:latest_compact_info)
       end
 
+      # Free slots of the heap that Object.new takes from. Ruby >= 3.2 has
+      # one heap per slot size, and GC.stat's free slots count them all:
+      # filling that many objects overflowed into new pages of the smallest.
+      # Counted after a GC's sweep: its garbage not yet swept counts as used.
+      # @api private
+      # @return [Integer]
+      def object_heap_free_slots
+        return GC.stat(:heap_free_slots) unless GC.respond_to?(:stat_heap)
+
+        heap = GC.stat_heap(0)
+        [heap[:heap_eden_slots] - (heap[:total_allocated_objects] - heap[:total_freed_objects]), 0].max
+      end
+
       private
 
       # An already-old heap needs nothing, not even Process.warmup (a major
-      # GC and a compaction): that is what makes preparing before every fork cheap.
-      def warm_up(before, young_ratio)
-        return [:none, 0, false] if mostly_old?(before, young_ratio)
+      # GC and a compaction): that is what makes preparing before every fork
+      # cheap. Unless the caller asked for the compaction itself.
+      def warm_up(before, young_ratio, compact)
+        return [:none, 0, false] if mostly_old?(before, young_ratio) && compact != true
 
         Process.warmup
         LastCompaction.record
@@ -279,13 +313,13 @@ module Herd
       #   checked again after each batch: the objects made meanwhile must
       #   not need a new heap page. What {#keep_dense} needs is made first.
       def fill
-        free = GC.stat(:heap_free_slots)
+        free = object_heap_free_slots
         fillers = []
         pages = []
         counts = Hash.new(0)
         kept = []
         4.times do
-          count = GC.stat(:heap_free_slots) - FILL_MARGIN
+          count = object_heap_free_slots - FILL_MARGIN
           break unless count.positive?
 
           count.times { fillers << Object.new }

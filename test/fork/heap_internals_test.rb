@@ -68,8 +68,8 @@ class HeapInternalsTest < Herd::Test
     assert_equal [2, 3], mapped
   end
 
+  # Where packing cannot run at all, the report gives that reason instead.
   def test_other_threads_alive_are_named_in_the_report
-    skip "packing needs CRuby 3.1 with glibc" unless Herd::PageDescriptors.unsupported.nil?
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
       GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
@@ -80,7 +80,8 @@ class HeapInternalsTest < Herd::Test
       thread.kill
     RUBY
     assert status.success?, err
-    assert_match(/GC page descriptors left in place: 1 other thread alive/, out)
+    reason = Herd::PageDescriptors.unsupported || "1 other thread alive"
+    assert_includes out, "GC page descriptors left in place: #{reason}"
   end
 
   def test_a_released_seal_gives_the_chunks_back_once_and_only_in_its_process
@@ -90,7 +91,7 @@ class HeapInternalsTest < Herd::Test
       # No GC until the preparation's: one meanwhile (a quarter of the runs
       # of a Ruby without Bundler) left some 400 free chunks instead of thousands.
       GC.disable
-      $strings = Array.new(20_000) { |i| "x" * 200 + i.to_s }
+      $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s } # malloc'd on every Ruby (3.2+ embeds up to 640 bytes)
       $strings = $strings.each_slice(2).map(&:first)
       GC.enable
       report = Herd::Heap.prepare(warmup: false, seal_malloc: true)

@@ -72,7 +72,7 @@ class LowPriorityTest < Herd::Test
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
       GC.disable # young and garbage for sure when the preparation's GCs come
-      $strings = Array.new(20_000) { |i| "x" * 200 + i.to_s }
+      $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s } # malloc'd on every Ruby (3.2+ embeds up to 640 bytes)
       $strings = $strings.each_slice(2).map(&:first)
       GC.enable
       report = Herd::Heap.prepare(warmup: false, seal_malloc: true, nice: 10)

@@ -18,12 +18,13 @@ class PoolFailureTest < Herd::Test
         begin
           raise KeyError, "inner #{i}"
         rescue KeyError
-          raise ArgumentError, "outer #{i}"
+          raise ArgumentError, "outer #{i}" # OUTER_RAISE
         end
       end
     end
     assert_equal "outer 7", error.message
-    assert_match(/failure_test\.rb:\d+:in `rescue in block/, error.backtrace.first)
+    raise_line = File.foreach(__FILE__).find_index { |line| line.end_with?("# OUTER_RAISE\n") } + 1
+    assert_match(/failure_test\.rb:#{raise_line}:in /, error.backtrace.first, "the child's own backtrace, from the raise")
     assert_match(/\(herd\) raised in worker \d \(pid \d+\) on item 6/, error.backtrace.last)
     assert_instance_of KeyError, error.cause
     assert_equal "inner 7", error.cause.message

@@ -15,7 +15,7 @@ class LateLoadsTest < Herd::Test
     run lambda { |env|
       require LATE if env["PATH_INFO"] == "/late"
       form = Rack::Request.new(env).POST if env["REQUEST_METHOD"] == "POST"
-      [200, {}, ["form=\#{form.inspect} multipart=\#{defined?(Rack::Multipart::Parser).inspect}"]]
+      [200, {}, ["form=\#{form.to_a.inspect} multipart=\#{defined?(Rack::Multipart::Parser).inspect}"]]
     }
   RUBY
 
@@ -121,7 +121,7 @@ class LateLoadsTest < Herd::Test
       @server.ready
       @server.wait_for(/mold \(gen 0\): Rack::Multipart loaded now/)
       response = @server.request("POST / HTTP/1.1\r\nHost: x\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: 3\r\nconnection: close\r\n\r\na=1")
-      assert_includes response, %(form={"a"=>"1"} multipart="constant")
+      assert_includes response, %(form=[["a", "1"]] multipart="constant")
       assert_includes @server.get("/late"), "200"
       line = @server.wait_for(/worker 0 \(gen 0\): 1 file loaded after the fork, by this worker for itself \(.*late_lib\.rb\)/)
       assert line

@@ -102,6 +102,16 @@ class LeanMonitorTest < Herd::Test
     assert_empty LeanMonitor.send(:shadowed_gems, [File.join(RbConfig::CONFIG["rubylibdir"], "no_such_file.rb")])
   end
 
+  # Ruby >= 4.0 ships fiddle as a bundled gem: the re-exec without
+  # RubyGems must still find it.
+  def test_a_library_the_monitor_needs_from_a_gem_goes_on_its_load_path
+    own = File.join(RbConfig::CONFIG["rubylibdir"], "fiddle.rb")
+    assert_equal ["-I", LeanMonitor::LIB], LeanMonitor.load_path_flags("fiddle" => own)
+    spec = Gem.loaded_specs.values.reject(&:default_gem?).first
+    flags = LeanMonitor.load_path_flags(spec.name => File.join(spec.full_require_paths.first, "#{spec.name}.rb"))
+    assert_equal ["-I", LeanMonitor::LIB] + spec.full_require_paths.flat_map { |dir| ["-I", dir] }, flags
+  end
+
   def test_a_process_never_re_executed_restores_nothing
     refute in_child { [LeanMonitor.adopt!(env: {}), LeanMonitor.restore!].any? }
   end

@@ -6,22 +6,25 @@ require "herd/server/out_of_band_gc"
 
 class OutOfBandGCTest < Herd::Test
   # Stands in for GC: counts, allocations and free slots are set by the test.
+  # It answers both ways Rubies count the room left before a GC: in slots
+  # (3.4) and in pages (up to 3.3).
   class FakeGC
-    attr_accessor :count, :allocated, :free_slots, :allocatable_pages
+    attr_accessor :count, :allocated, :free_slots, :allocatable_slots
     attr_reader :starts
 
     def initialize
       @count = 0
       @allocated = 0
       @free_slots = 1_000_000
-      @allocatable_pages = 0
+      @allocatable_slots = 0
       @starts = []
     end
 
     # A key is required: without one, GC.stat builds a Hash, which the
     # worker must not do after every request.
     def stat(key)
-      {total_allocated_objects: @allocated, heap_free_slots: @free_slots, heap_allocatable_pages: @allocatable_pages}.fetch(key)
+      {total_allocated_objects: @allocated, heap_free_slots: @free_slots, heap_allocatable_slots: @allocatable_slots,
+       heap_allocatable_pages: @allocatable_slots / Herd::Server::OutOfBandGC::SLOTS_PER_PAGE}.fetch(key)
     end
 
     def start(**options)
@@ -95,7 +98,7 @@ class OutOfBandGCTest < Herd::Test
   def test_pages_ruby_may_still_add_count_as_room
     @gc.allocated = 5_000
     @gc.free_slots = 10
-    @gc.allocatable_pages = 3
+    @gc.allocatable_slots = 3 * Herd::Server::OutOfBandGC::SLOTS_PER_PAGE
     assert @oob.between_requests, "3 pages of #{Herd::Server::OutOfBandGC::SLOTS_PER_PAGE} slots before Ruby's GC"
   end
 

@@ -35,6 +35,8 @@ module Herd
       LIB = File.expand_path("../..", __dir__)
       EXE = File.expand_path("../../../exe/herd", __dir__)
       BUNDLER_SETUP = %r{\A-r\s*(\S*/)?bundler/setup(\.rb)?\z}
+      # Libraries the monitor loads that are not in every Ruby's own library.
+      MONITOR_GEMS = %w[fiddle].freeze
 
       class << self
         # @return [Symbol, nil] :lean (this process was re-executed without
@@ -80,7 +82,7 @@ module Herd
           reason = ineligible(argv, env)
           return reason if reason
 
-          Kernel.exec(lean_env(env), RbConfig.ruby, "--disable-gems", "-I", LIB, EXE, *argv)
+          Kernel.exec(lean_env(env), RbConfig.ruby, "--disable-gems", *load_path_flags, EXE, *argv)
         rescue SystemCallError => e
           "exec failed: #{e.message}"
         end
@@ -122,6 +124,20 @@ module Herd
           $LOAD_PATH.replace(boot[:load_path] | $LOAD_PATH)
           @state = :restored if @state == :lean
           true
+        end
+
+        # herd's lib, and the gem directories of what the monitor requires
+        # that is not in Ruby's own library: Ruby >= 4.0 ships fiddle as a
+        # bundled gem, which `--disable-gems` leaves off the load path.
+        # @param found [Hash{String => String, nil}] feature => the file it resolves to
+        # @return [Array<String>] -I flags
+        def load_path_flags(found = MONITOR_GEMS.to_h { |name| [name, $LOAD_PATH.resolve_feature_path(name)&.last] })
+          own = [RbConfig::CONFIG["rubylibdir"], RbConfig::CONFIG["rubyarchdir"]].map { |dir| "#{dir}/" }
+          from_gems = found.select { |_, path| path && own.none? { |dir| path.start_with?(dir) } }.keys
+          dirs = from_gems.flat_map { |name| (Gem.loaded_specs[name] || Gem::Specification.find_by_name(name)).full_require_paths }
+          [LIB, *dirs].uniq.flat_map { |dir| ["-I", dir] }
+        rescue LoadError # Gem::MissingSpecError among them
+          ["-I", LIB]
         end
 
         # @return [String, nil] why this command cannot re-execute lean, nil if it can

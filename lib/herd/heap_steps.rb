@@ -1,0 +1,75 @@
+# frozen_string_literal: true
+
+require_relative "heap"
+require_relative "low_priority"
+require_relative "malloc"
+require_relative "page_descriptors"
+require_relative "process_exit"
+
+module Herd
+  # Which steps of the heap preparation run on this Ruby, and why each one
+  # that does not steps aside: the answer differs by Ruby version, GC, malloc
+  # and environment switch, and `herd demo fork`, the test matrix and the
+  # docs (COPY_ON_WRITE.md) all print it the same way.
+  # @api private
+  module HeapSteps
+    # @!attribute name
+    #   @return [String] the step
+    # @!attribute how
+    #   @return [String, nil] what it does here, when it runs
+    # @!attribute stepped_aside
+    #   @return [String, nil] why it does not run here
+    Step = Struct.new(:name, :how, :stepped_aside) do
+      # @return [Boolean]
+      def runs?
+        stepped_aside.nil?
+      end
+
+      # @return [String] one line
+      def to_s
+        runs? ? "#{name}: #{how}" : "#{name}: steps aside (#{stepped_aside})"
+      end
+    end
+
+    module_function
+
+    # @param env [Hash]
+    # @return [Array<Step>]
+    def all(env = ENV)
+      other_gc = Heap.other_gc
+      internals = other_gc || Heap.internals_off(env)
+      [
+        Step.new("promotion", promotion, other_gc),
+        Step.new("compaction", "GC.compact, before a template's first fork", other_gc || compaction_missing),
+        Step.new("free-slot filling", "fills the object heap's scattered free slots (few are left after a compaction)", other_gc),
+        Step.new("GC page descriptors", "packed next to each other", internals || PageDescriptors.unsupported),
+        Step.new("malloc sealing", "glibc's free chunks taken until the children are gone", internals || Malloc.unsupported),
+        Step.new("low-priority GCs", "a mold's GCs at `prepare_heap nice:`", LowPriority.unsupported_reason(env)),
+        Step.new("fast exit", "exit! once the at_exit hooks have run", fast_exit_off(env))
+      ]
+    end
+
+    # @return [String] a heading and one line per step
+    def report(env = ENV)
+      yjit = (defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? "YJIT on" : "YJIT off"
+      (["heap steps on #{RUBY_ENGINE} #{RUBY_VERSION} (#{yjit}):"] + all(env).map { |step| "  #{step}" }).join("\n")
+    end
+
+    def promotion
+      if Process.respond_to?(:warmup)
+        "Process.warmup (a major GC, compaction, every survivor promoted)"
+      else
+        "minor GCs until the young objects are old"
+      end
+    end
+
+    def compaction_missing
+      Heap.compaction_supported? ? nil : "this Ruby has no GC.compact"
+    end
+
+    def fast_exit_off(env)
+      value = env[ProcessExit::FAST_FINISH_ENV]
+      EnvSwitch.off?(value) ? "#{ProcessExit::FAST_FINISH_ENV}=#{value}" : nil
+    end
+  end
+end

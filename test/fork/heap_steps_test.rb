@@ -1,0 +1,63 @@
+# frozen_string_literal: true
+
+require "test_helper"
+require "minitest/mock"
+require "herd/heap_steps"
+
+# The list of heap steps that the suites, `herd demo fork` and the docs
+# print: each step runs here or says why it does not.
+class HeapStepsTest < Herd::Test
+  def test_every_step_runs_or_says_why_not
+    steps = Herd::HeapSteps.all({})
+    assert_equal ["promotion", "compaction", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "fast exit"],
+      steps.map(&:name)
+    steps.each { |step| assert(step.runs? ? step.how : step.stepped_aside, step.to_s) }
+    assert_equal Herd::PageDescriptors.unsupported, steps.find { |step| step.name == "GC page descriptors" }.stepped_aside
+    assert_equal Herd::Malloc.unsupported, steps.find { |step| step.name == "malloc sealing" }.stepped_aside
+  end
+
+  def test_promotion_is_process_warmup_where_ruby_has_it
+    promotion = Herd::HeapSteps.all({}).first
+    assert promotion.runs?
+    assert_equal Process.respond_to?(:warmup), promotion.how.start_with?("Process.warmup")
+  end
+
+  def test_environment_switches_name_themselves
+    steps = Herd::HeapSteps.all("HERD_HEAP_INTERNALS" => "0", "HERD_FAST_EXIT" => "off")
+    by_name = steps.to_h { |step| [step.name, step.stepped_aside] }
+    assert_equal "HERD_HEAP_INTERNALS=0", by_name["malloc sealing"]
+    assert_equal "HERD_HEAP_INTERNALS=0", by_name["GC page descriptors"]
+    assert_equal "HERD_FAST_EXIT=off", by_name["fast exit"]
+    assert_nil by_name["promotion"]
+  end
+
+  def test_the_report_names_the_ruby_and_yjit
+    report = Herd::HeapSteps.report({})
+    yjit = (defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? "YJIT on" : "YJIT off"
+    assert_equal "heap steps on #{RUBY_ENGINE} #{RUBY_VERSION} (#{yjit}):", report.lines.first.chomp
+    assert_equal 8, report.lines.size
+  end
+
+  # A modular GC (RUBY_GC_LIBRARY, Ruby >= 3.4) has none of the default
+  # GC's generations and pages: every GC step steps aside, and a
+  # preparation does nothing and says why.
+  def test_under_another_gc_the_heap_is_left_alone_and_the_report_says_why
+    Herd::Heap.stub(:other_gc, "the GC is mmtk, herd knows the generations and pages of Ruby's default GC only") do
+      report = Herd::Heap.prepare(compact: true, fill_free_slots: true, seal_malloc: true)
+      assert_equal :none, report.strategy
+      refute report.compacted
+      assert_equal "heap left as it is: the GC is mmtk, herd knows the generations and pages of Ruby's default GC only", report.to_s
+      steps = Herd::HeapSteps.all({})
+      %w[promotion compaction free-slot\ filling GC\ page\ descriptors malloc\ sealing].each do |name|
+        refute steps.find { |step| step.name == name }.runs?, name
+      end
+    end
+  end
+
+  def test_the_default_gc_is_known_by_its_name
+    return assert_nil(Herd::Heap.other_gc, "no GC.config (Ruby < 3.4): the default GC") unless GC.respond_to?(:config)
+
+    GC.stub(:config, {implementation: "default"}) { assert_nil Herd::Heap.other_gc }
+    GC.stub(:config, {implementation: "mmtk"}) { assert_match(/the GC is mmtk/, Herd::Heap.other_gc) }
+  end
+end
