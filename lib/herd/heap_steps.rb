@@ -51,8 +51,17 @@ module Herd
 
     # @return [String] a heading and one line per step
     def report(env = ENV)
-      yjit = (defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? "YJIT on" : "YJIT off"
-      (["heap steps on #{RUBY_ENGINE} #{RUBY_VERSION} (#{yjit}):"] + all(env).map { |step| "  #{step}" }).join("\n")
+      (["heap steps on #{ruby}:"] + all(env).map { |step| "  #{step}" }).join("\n")
+    end
+
+    # What every figure herd prints names: the Ruby, whether YJIT is on
+    # (here, or in the children when RUBY_YJIT_ENABLE=1 turns it on there),
+    # and the malloc.
+    # @return [String] e.g. "ruby 3.4.5, YJIT on, glibc malloc"
+    def ruby(env = ENV)
+      yjit = defined?(RubyVM::YJIT) && (RubyVM::YJIT.enabled? || env["RUBY_YJIT_ENABLE"] == "1")
+      malloc = Malloc.available? ? "glibc malloc" : "not glibc's malloc"
+      "#{RUBY_ENGINE} #{RUBY_VERSION}, YJIT #{yjit ? "on" : "off"}, #{malloc}"
     end
 
     def promotion

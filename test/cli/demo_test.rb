@@ -12,6 +12,7 @@ class DemoCommandTest < Herd::Test
     copied = out[/Each child copied ([\d.]+) MiB after a plain fork and ([\d.]+) MiB after herd's fork/]
     assert copied, out
     assert_operator Float(Regexp.last_match(1)), :>, Float(Regexp.last_match(2))
+    assert_includes out, "#{RUBY_ENGINE} #{RUBY_VERSION}, YJIT ", "the figures name their Ruby"
   end
 
   def test_bad_options_are_one_line_usage_errors

@@ -3,6 +3,7 @@
 require_relative "command"
 require_relative "../fork_hook"
 require_relative "../memory"
+require_relative "../heap_steps"
 
 module Herd
   class CLI
@@ -72,8 +73,8 @@ module Herd
       def summarize(plain, prepared)
         per_plain = plain.total.private_dirty / plain.rows.size
         per_herd = prepared.total.private_dirty / prepared.rows.size
-        @out.puts format("Each child copied %s after a plain fork and %s after herd's fork (%.1fx less).",
-          Memory::Table.humanize(per_plain), Memory::Table.humanize(per_herd), per_plain.to_f / [per_herd, 1].max)
+        @out.puts format("Each child copied %s after a plain fork and %s after herd's fork (%.1fx less; %s).",
+          Memory::Table.humanize(per_plain), Memory::Table.humanize(per_herd), per_plain.to_f / [per_herd, 1].max, HeapSteps.ruby)
         @out.puts "Measure any process tree the same way: herd mem PID --tree"
       end
     end
