@@ -9,18 +9,23 @@ require "uri"
 
 module Herd
   # A real app under `herd serve`, started the way a user would: `bundle
-  # exec herd serve` with test/apps/Gemfile as the bundle, in a copy of the
-  # app's directory. The server's stdout and stderr go to files (not a pipe
+  # exec herd serve` with the apps bundle of this Ruby (test/apps/rails8/Gemfile
+  # on Ruby >= 3.2, Rails 8; test/apps/Gemfile on 3.1, Rails 7.2), in a copy of
+  # the app's directory. The server's stdout and stderr go to files (not a pipe
   # that a reader thread drains): what the workers buffered and never wrote
   # is missing from the files, as it would be from a log file in production.
   #
-  # The monitor is the pid this class spawned; every other pid it knows comes
-  # from that monitor's own log. It signals nothing else.
+  # The pid this class spawned is the monitor (or what runs it: Thruster);
+  # every other pid it knows comes from the monitor's own log or from a
+  # pidfile the test's config named. It signals nothing else.
   class AppServer
     APPS = File.expand_path("..", __dir__)
-    GEMFILE = File.join(APPS, "Gemfile")
+    # Rails 8 needs Ruby 3.2; Ruby 3.1 keeps Rails 7.2 and its bundle.
+    RAILS8 = Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.2")
+    GEMFILE = RAILS8 ? File.join(APPS, "rails8", "Gemfile") : File.join(APPS, "Gemfile")
+    GENERATOR = RAILS8 ? File.join(APPS, "rails8", "generate.rb") : File.join(APPS, "rails", "generate.rb")
     ROOT = File.expand_path("../../..", __dir__)
-    LISTENING = /monitor: listening on (?:http:\/\/)?127\.0\.0\.1:(\d+)/
+    LISTENING = /monitor: listening on (?:http:\/\/)?(?:127\.0\.0\.1|0\.0\.0\.0):(\d+)/
     # "mold (gen 1), pid 123 ready", "worker 0 (gen 1), pid 124 ready"
     READY = /monitor: (mold|worker (\d+)) \(gen (\d+)\), pid (\d+) ready/
     PID = /\bpid (\d+)\b/
@@ -30,7 +35,10 @@ module Herd
       # bundle (herd's Gemfile, under `bundle exec rake`) taken out.
       def env(extra = {})
         base = defined?(::Bundler) ? ::Bundler.unbundled_env : ENV.to_h
-        base.merge("BUNDLE_GEMFILE" => GEMFILE).merge(extra)
+        # Unset what base left out (BUNDLER_VERSION, RUBYOPT): a spawn without
+        # unsetenv_others would otherwise inherit the test's own bundle.
+        removed = (ENV.keys - base.keys).to_h { |key| [key, nil] }
+        removed.merge(base).merge("BUNDLE_GEMFILE" => GEMFILE).merge(extra)
       end
 
       # Fails the calling test with what to run when the apps bundle is missing.
@@ -41,11 +49,11 @@ module Herd
         raise Minitest::Assertion, "the apps bundle is not installed: run test/apps/setup\n#{out}"
       end
 
-      # The Rails app's directory, generated on first use (test/apps/rails/generate.rb).
+      # The Rails app's directory, generated on first use (GENERATOR).
       def rails_app
         @rails_app ||= begin
           check_bundle!
-          out, err, status = Open3.capture3(env, "bundle", "exec", "ruby", File.join(APPS, "rails", "generate.rb"), chdir: ROOT)
+          out, err, status = Open3.capture3(env, "bundle", "exec", "ruby", GENERATOR, chdir: ROOT)
           raise Minitest::Assertion, "generating the Rails app failed:\n#{err}" unless status.success?
 
           out.lines.last.chomp
@@ -58,23 +66,37 @@ module Herd
       end
     end
 
-    attr_reader :pid, :dir, :stdout_path, :stderr_path, :port
+    attr_reader :pid, :dir, :stdout_path, :stderr_path, :port, :herd_port
 
     # @param app [String] directory copied into a fresh tmpdir
     # @param config [String] herd.rb
     # @param env [Hash] more environment
     # @param command [Array<String>] what starts the server (default: herd serve with -c herd.rb)
     # @param config_path [String] where the config goes, relative to the app
-    def initialize(app:, config:, env: {}, command: nil, config_path: "herd.rb")
+    # @param port [Integer, nil] where requests go, when not to herd's own port (a proxy's)
+    # @param pidfile [String, nil] the config's pidfile, relative to the app: its pid is signalled too
+    # @param stop_signal [Symbol] what stops the spawned process gracefully
+    def initialize(app:, config:, env: {}, command: nil, config_path: "herd.rb", port: nil, pidfile: nil, stop_signal: :QUIT)
       @dir = Dir.mktmpdir("herd-app")
       FileUtils.cp_r(File.join(app, "."), @dir)
       File.write(File.join(@dir, config_path), config)
       command ||= ["bundle", "exec", "herd", "serve", "config.ru", "-c", "herd.rb", "-l", "127.0.0.1:0"]
       @stdout_path = File.join(@dir, "herd.stdout.log")
       @stderr_path = File.join(@dir, "herd.stderr.log")
+      @pidfile = pidfile && File.join(@dir, pidfile)
+      @stop_signal = stop_signal
+      @pidfile_pids = []
       @pid = Process.spawn(self.class.env(env), *command, chdir: @dir, in: File::NULL, out: @stdout_path, err: @stderr_path, pgroup: true, unsetenv_others: true)
       @status = nil
-      @port = Integer(wait_for(LISTENING)[1])
+      @herd_port = Integer(wait_for(LISTENING)[1])
+      @port = port || @herd_port
+    end
+
+    # @return [Integer] the pid in the config's pidfile (the monitor's), remembered for cleanup
+    def pidfile_pid
+      pid = Integer(File.read(@pidfile))
+      @pidfile_pids |= [pid]
+      pid
     end
 
     # @return [Array<String>] the server's stderr (herd's log) so far
@@ -121,9 +143,16 @@ module Herd
       end
     end
 
-    # @return [Array<Integer>] every pid the monitor's log named, the monitor's included
+    # The pidfile's pid, if the file is there (herd removes it when it stops).
+    def remember_pidfile
+      pidfile_pid if @pidfile
+    rescue Errno::ENOENT, ArgumentError
+      nil
+    end
+
+    # @return [Array<Integer>] every pid the monitor's log named, the spawned one's and the pidfile's included
     def logged_pids
-      ([@pid] + lines.flat_map { |line| line.scan(PID).flatten.map { |pid| Integer(pid) } }).uniq
+      ([@pid] + @pidfile_pids + lines.flat_map { |line| line.scan(PID).flatten.map { |pid| Integer(pid) } }).uniq
     end
 
     # @return [Array<String>] where each open descriptor of pid points
@@ -169,26 +198,27 @@ module Herd
       @status ||= :gone
     end
 
-    # QUIT, then waits for the monitor to exit.
+    # The stop signal (QUIT), then waits for the spawned process to exit.
     # @return [Process::Status]
     def stop(timeout: 60)
-      Process.kill(:QUIT, @pid) unless reap
+      Process.kill(@stop_signal, @pid) unless reap
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
       until reap
-        raise Minitest::Assertion, "herd serve did not exit in #{timeout}s after QUIT; log:\n#{lines.join}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        raise Minitest::Assertion, "herd serve did not exit in #{timeout}s after #{@stop_signal}; log:\n#{lines.join}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
 
         sleep 0.02
       end
       @status
     end
 
-    # Whatever the test did: QUIT, then KILL the monitor, and KILL what its
-    # log named that is still alive in its process group; removes the tmpdir
-    # unless HERD_KEEP_APP_DIRS=1.
+    # Whatever the test did: the stop signal, then KILL the spawned process,
+    # and KILL what its log or pidfile named that is still alive in its
+    # process group; removes the tmpdir unless HERD_KEEP_APP_DIRS=1.
     def cleanup
+      remember_pidfile
       unless reap
         begin
-          Process.kill(:QUIT, @pid)
+          Process.kill(@stop_signal, @pid)
           deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
           sleep 0.05 until reap || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
           unless reap
