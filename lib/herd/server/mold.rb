@@ -233,23 +233,47 @@ module Herd
           "the app runs that copy, not the Gemfile's (#{LeanMonitor::FLAG} or #{LeanMonitor::SWITCH_ENV}=0 if it matters)")
       end
 
+      # Thread pools that start their threads again in a forked child, each
+      # by the method with which it notices the fork (concurrent-ruby's
+      # executors: Solid Cache's background pool, Rails' async executors).
+      FORK_AWARE_POOLS = {"Concurrent::RubyThreadPoolExecutor" => :ns_reset_if_forked}.freeze
+
       # Threads do not survive fork: a worker would start without them. A
       # thread marked `thread_variable_set(:fork_safe, true)` (the convention
-      # Rails and Puma share: ActiveRecord's pool reaper) starts again by
-      # itself where it is needed, so it gets no advice; the others are the
-      # app's, which it can start in after_fork. (Either kind still
-      # keeps this mold from packing its GC page descriptors, which needs no
-      # other thread alive: the heap report says so; molds promoted from
-      # workers have no other thread.)
+      # Rails and Puma share: ActiveRecord's pool reaper) or run by a
+      # fork-aware pool starts again by itself where it is needed, so it gets
+      # no advice; the others are the app's, which it can start in after_fork.
+      # (Either kind still keeps this mold from packing its GC page
+      # descriptors, which needs no other thread alive: the heap report says
+      # so; molds promoted from workers have no other thread.)
       def warn_about_threads
         others = Thread.list.reject { |thread| thread == Thread.current || !thread.alive? }
-        apps = others.reject { |thread| thread.thread_variable_get(:fork_safe) }
+        pool_files = fork_aware_pool_files
+        apps = others.reject { |thread| restarts_after_fork?(thread, pool_files) }
         return if apps.empty?
 
         names = apps.map { |thread| thread.name || thread.inspect }
         log.info(role, "warning: #{apps.size} thread(s) started at boot (#{names.join(", ")}) will not exist in workers; " \
           "start them in after_fork, or mark them Thread.current.thread_variable_set(:fork_safe, true) " \
           "if they restart themselves")
+      end
+
+      # A pool's thread began in the file of the pool's fork check: its outermost frame says where it began.
+      def restarts_after_fork?(thread, pool_files)
+        return true if thread.thread_variable_get(:fork_safe)
+
+        pool_files.include?(thread.backtrace_locations&.last&.path)
+      end
+
+      # @return [Array<String>] the files in which the loaded fork-aware pools start their threads
+      def fork_aware_pool_files
+        FORK_AWARE_POOLS.filter_map do |name, fork_check|
+          next unless Object.const_defined?(name)
+
+          Object.const_get(name).instance_method(fork_check).source_location&.first
+        rescue NameError # a version without the fork check: its threads are the app's to restart
+          nil
+        end
       end
     end
   end
