@@ -3,12 +3,24 @@
 require_relative "support/app_scenario"
 require "json"
 
-# A Rails 7.2 app (production, SQLite, a scaffold) under `herd serve` with
-# refork_after, through ten reforks, driven by what a browser does: the
-# scaffold's form, its CSRF token and session cookie, the redirect, the
-# record read back in HTML and JSON.
+# A Rails app (production, SQLite, a scaffold: Rails 8 as `rails new` makes
+# it on Ruby >= 3.2, Rails 7.2 on 3.1) under `herd serve` with refork_after,
+# through ten reforks, driven by what a browser does: the scaffold's form,
+# its CSRF token and session cookie, the redirect, the record read back in
+# HTML and JSON.
 class RailsAppTest < Herd::Test
   include Herd::AppScenario
+
+  # Rails 8.1 loads these on a worker's first request with a session cookie
+  # (the serializer's format check) and its first INSERT of a string: the
+  # mold loads them once for every worker, as docs/RAILS.md advises.
+  RAILS8_CONFIG = <<~RUBY
+    after_mold_fork do |server, mold|
+      require "active_support/message_pack"
+      require "active_support/multibyte/chars"
+    end
+  RUBY
+  CONFIG = Herd::AppServer::RAILS8 ? RAILS8_CONFIG : ""
 
   def self.test_timeout
     300
@@ -16,14 +28,14 @@ class RailsAppTest < Herd::Test
 
   def test_a_rails_app_through_ten_reforks
     serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 10, warmup: %w[/things /things/new /things.json],
-      title: "Rails #{bundled_version("railties")} app under herd serve") { browse }
+      more_config: CONFIG, title: "Rails #{bundled_version("railties")} app under herd serve") { browse }
   end
 
   # The same with surge rollouts: each replacement forked, and warmed up at
   # nice 10, before the worker it replaces stops.
   def test_a_rails_app_through_reforks_with_surge_rollouts
     serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 3,
-      warmup: %w[/things /things/new /things.json], more_config: "refork_max_surge 1\nrefork_max_unavailable 0\nprepare_heap nice: 10\n",
+      warmup: %w[/things /things/new /things.json], more_config: "refork_max_surge 1\nrefork_max_unavailable 0\nprepare_heap nice: 10\n#{CONFIG}",
       title: "Rails #{bundled_version("railties")} app under herd serve, refork_max_surge 1") { browse }
   end
 
@@ -33,7 +45,7 @@ class RailsAppTest < Herd::Test
   def test_a_rails_app_through_reforks_with_keep_alive
     @kept = 0
     serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 3,
-      warmup: %w[/things /things/new /things.json], more_config: "http keep_alive: 5\n",
+      warmup: %w[/things /things/new /things.json], more_config: "http keep_alive: 5\n#{CONFIG}",
       more_checks: -> { check("responses that kept their connection", @kept.positive?, "#{@kept} of #{@requests.size}") },
       title: "Rails #{bundled_version("railties")} app under herd serve, keep_alive 5") do
       @server.session do |http|

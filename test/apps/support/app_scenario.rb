@@ -83,6 +83,7 @@ module Herd
       check_graceful_stop
       check_log_lines
       check_no_fork_warning
+      check_no_thread_warning
       check_no_late_loads
       more_checks&.call
       report!(title)
@@ -191,6 +192,13 @@ module Herd
     def check_no_fork_warning
       found = (@server.stdout_lines + @server.lines).grep(/#{FORK_WARNING}/o)
       check("no sqlite3 \"#{FORK_WARNING}\" warning", found.empty?, found.first(3).join)
+    end
+
+    # A stock app's threads start again by themselves in a worker (Solid
+    # Cache's pool, ActiveRecord's reaper): the mold's advice would be a false alarm.
+    def check_no_thread_warning
+      found = @server.lines.grep(/thread\(s\) started at boot/)
+      check("no warning about threads started at boot", found.empty?, found.first(3).join)
     end
 
     # Code a worker loads while serving is loaded by every worker for

@@ -28,7 +28,8 @@ module Herd
     LISTENING = /monitor: listening on (?:http:\/\/)?(?:127\.0\.0\.1|0\.0\.0\.0):(\d+)/
     # "mold (gen 1), pid 123 ready", "worker 0 (gen 1), pid 124 ready"
     READY = /monitor: (mold|worker (\d+)) \(gen (\d+)\), pid (\d+) ready/
-    PID = /\bpid (\d+)\b/
+    # "worker 0 (gen 1), pid 124 ready", and the writer of each line: "herd[123] monitor: ..."
+    PID = /\bpid (\d+)\b|\bherd\[(\d+)\]/
 
     class << self
       # The environment of a command run with the apps bundle: the test's own
@@ -90,6 +91,9 @@ module Herd
       @status = nil
       @herd_port = Integer(wait_for(LISTENING)[1])
       @port = port || @herd_port
+    rescue Minitest::Assertion
+      cleanup # the caller never gets this object to clean up
+      raise
     end
 
     # @return [Integer] the pid in the config's pidfile (the monitor's), remembered for cleanup
@@ -152,7 +156,7 @@ module Herd
 
     # @return [Array<Integer>] every pid the monitor's log named, the spawned one's and the pidfile's included
     def logged_pids
-      ([@pid] + @pidfile_pids + lines.flat_map { |line| line.scan(PID).flatten.map { |pid| Integer(pid) } }).uniq
+      ([@pid] + @pidfile_pids + lines.flat_map { |line| line.scan(PID).flatten.compact.map { |pid| Integer(pid) } }).uniq
     end
 
     # @return [Array<String>] where each open descriptor of pid points
