@@ -12,6 +12,7 @@ class DemoCommandSlowTest < Herd::Test
     assert_match(/herd worker 1 \(gen 0\)/, out)
     assert_match(/Generation 1: the mold and workers forked from the warmest worker/, out)
     assert_match(/herd mold \(gen 1\)/, out)
-    assert_match(/Σ PSS of the whole tree: [\d.]+ MiB before reforking, [\d.]+ MiB after .*#{RUBY_ENGINE} #{Regexp.escape(RUBY_VERSION)}, YJIT o/, out)
+    assert_match(/Σ PSS of the whole tree: [\d.]+ MiB before reforking, [\d.]+ MiB after /, out)
+    assert_includes out, "#{RUBY_ENGINE} #{RUBY_VERSION}, YJIT ", "the figures name their Ruby"
   end
 end
