@@ -61,6 +61,11 @@ module Herd
         end
       end
 
+      # @return [String] the railties version of this Ruby's apps bundle
+      def rails_version
+        File.read("#{GEMFILE}.lock")[/^    railties \(([^)]+)\)/, 1]
+      end
+
       def sinatra_app
         check_bundle!
         File.join(APPS, "sinatra")
