@@ -22,6 +22,9 @@ Gem::Specification.new do |spec|
 
   # Progress bars for Herd.map(progress: true): the one every Ruby CLI already knows.
   spec.add_dependency "ruby-progressbar", "~> 1.13"
+  # prctl, mmap and glibc's malloc without a C extension: a default gem up to
+  # Ruby 3.4, a bundled one from Ruby 4.0 on, so it is declared.
+  spec.add_dependency "fiddle", "~> 1.1"
   # The server speaks Rack: Rack::Builder loads config.ru, Rack::Lint checks our env in tests.
   spec.add_dependency "rack", ">= 2.2", "< 4"
 end
