@@ -224,6 +224,7 @@ module Herd
           # Ages the fillers (and what the first GC left young) to old; the
           # fillers of mostly free pages, dropped, are freed by the first run.
           runs += promote(max_gc_runs, young_ratio) unless fillers.empty? && spared.zero?
+          runs += finish_gc_under_way
           sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
           report(strategy, [runs, compacted, skipped], fillers.size, spared, sealed, trimmed, packed, started, before, priority)
@@ -352,6 +353,22 @@ module Herd
           young = counts[:young]
           # A minor GC ages every young object as much as a full one does, and
           # costs nothing for the old ones.
+          GC.start(full_mark: false, immediate_sweep: true)
+          runs += 1 + finish_gc_under_way
+        end
+        runs
+      end
+
+      # A GC that Ruby started by itself may still be under way: when a
+      # promotion makes more old objects than Ruby's limit, the next
+      # allocation starts a major GC, marked incrementally on Ruby >= 3.3.
+      # Until it ends, the old-object count reads low (the promotion then
+      # looks stuck), and a child forked meanwhile finishes it, writing to
+      # every page it marks. One more GC finishes it.
+      # @return [Integer] GCs run
+      def finish_gc_under_way
+        runs = 0
+        while GC.latest_gc_info(:state) != :none && runs < 3
           GC.start(full_mark: false, immediate_sweep: true)
           runs += 1
         end

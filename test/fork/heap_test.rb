@@ -25,6 +25,25 @@ class HeapTest < Herd::Test
     assert_equal 0, again_runs
   end
 
+  # A heap big enough that promoting it crosses Ruby's old-object limit:
+  # the next allocation starts a major GC, marked incrementally on Ruby >=
+  # 3.3. The preparation finishes it: its count of old objects is true, and
+  # no child is forked into a GC under way.
+  def test_prepare_finishes_a_gc_that_ruby_started_meanwhile
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      GC.disable
+      $keep = Array.new(300_000) { |i| {a: i, b: "s\#{i}", c: [i]} }
+      GC.enable
+      report = Herd::Heap.prepare(warmup: false)
+      p [report.young_before, report.young_after, GC.latest_gc_info(:state)]
+    RUBY
+    assert status.success?, err
+    young_before, young_after, state = eval(out) # standard:disable Security/Eval
+    assert_operator young_after, :<, young_before / 50, "the promotion went through"
+    assert_equal :none, state, "no GC under way when prepare returns"
+  end
+
   def test_options_lists_every_keyword_of_prepare
     assert_equal Herd::Heap.method(:prepare).parameters.map(&:last).sort, Herd::Heap::OPTIONS.sort
   end
