@@ -83,6 +83,8 @@ class HeadScannerTest < Herd::Test
       "GET / HTTP/1.1\r\nHost: a\r\nX: \x7F\r\n\r\n",
       "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1e3\r\n\r\n",
       "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1234567890123456789\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", # one rule for both spellings
+      "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
       "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
       "GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
       "GET /\x80 HTTP/1.1\r\nHost: a\r\n\r\n",

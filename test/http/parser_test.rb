@@ -61,8 +61,19 @@ module Herd
       assert_equal "a=1; b=2", request.headers["HTTP_COOKIE"]
     end
 
-    def test_identical_duplicate_content_length_is_accepted
-      assert_equal 5, parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n").content_length
+    # RFC 9110 §8.6 lets a recipient accept identical values, on two lines or
+    # as a list on one; herd refuses both, one rule for either spelling.
+    def test_identical_content_lengths_are_refused_on_two_lines_and_in_a_list
+      [
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5,5\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\nContent-Length: 5\r\n\r\n"
+      ].each do |head|
+        assert_equal 400, refusal(head).status, head.inspect
+        assert_equal 400, refusal(head, parser: HTTP::Parser.new(scanner: nil)).status, head.inspect
+      end
+      assert_equal 5, parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n").content_length
     end
 
     def test_header_names_with_underscores_are_dropped

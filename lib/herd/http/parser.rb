@@ -181,9 +181,11 @@ module Herd
         if previous.nil?
           headers[key] = value
         elsif key == "CONTENT_LENGTH"
-          # Identical duplicates are harmless (RFC 9110 §8.6); differing ones are the
-          # classic smuggling vector.
-          raise RequestError.new(400, "differing Content-Length headers") unless previous == value
+          # One rule for two lines and for a list on one line ("5, 5", refused
+          # as not digits): RFC 9110 §8.6 lets a recipient take identical
+          # values, but differing ones are the classic smuggling vector, and a
+          # proxy that joins or keeps duplicates differently is how they get in.
+          raise RequestError.new(400, "more than one Content-Length header")
         elsif key == "HTTP_HOST"
           raise RequestError.new(400, "more than one Host header")
         else
