@@ -55,6 +55,7 @@ class HeadScannerTest < Herd::Test
       "PATCH /x HTTP/1.1\r\nHost: %41.example:65535\r\nCookie: a=1; b=2\r\nX-Obs: caf\xC3\xA9\r\n\r\n"
     ]
     heads.each { |head| assert_equal :scanned, check(head.b), head }
+    assert_equal :scanned, check("GET / HTTP/1.1\r\nHost: a\r\nX-#{"n" * 254}: v\r\n\r\n".b), "a name of 256 bytes, the cap"
   end
 
   def test_what_the_scanner_leaves_the_ruby_parser_takes_or_refuses
@@ -85,6 +86,7 @@ class HeadScannerTest < Herd::Test
       "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1234567890123456789\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", # one rule for both spellings
       "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a\r\nX-#{"n" * 255}: v\r\n\r\n", # a name of 257 bytes: 431
       "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
       "GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
       "GET /\x80 HTTP/1.1\r\nHost: a\r\n\r\n",

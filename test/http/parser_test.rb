@@ -177,6 +177,19 @@ module Herd
       assert_equal 431, refusal(head, parser: HTTP::Parser.new(max_header_count: 4)).status
     end
 
+    # Puma and Unicorn cap a name at 256 bytes; herd too, with 431 (trailers as headers).
+    def test_header_names_up_to_256_bytes_and_431_above
+      name = "X-#{"n" * 254}"
+      [HTTP::Parser.new, HTTP::Parser.new(scanner: nil)].each do |parser|
+        assert_equal "v", parser.parse("GET / HTTP/1.1\r\nHost: x\r\n#{name}: v\r\n\r\n".b).headers["HTTP_#{name.upcase.tr("-", "_")}"]
+        assert_equal 431, refusal("GET / HTTP/1.1\r\nHost: x\r\n#{name}N: v\r\n\r\n", parser: parser).status
+        assert_equal 431, refusal("GET / HTTP/1.1\r\nHost: x\r\n#{"N" * 2048}: v\r\n\r\n", parser: parser).status
+        assert_equal 400, refusal("GET / HTTP/1.1\r\nHost: x\r\n#{name} N: v\r\n\r\n", parser: parser).status, "not a token: 400 first"
+        assert_equal 1, parser.parse_trailers("#{name}: v\r\n\r\n".b).size
+        assert_equal 431, assert_raises(HTTP::RequestError) { parser.parse_trailers("#{name}N: v\r\n\r\n".b) }.status
+      end
+    end
+
     def test_env_keys
       assert_equal "HTTP_X_A_B", HTTP::Parser.env_key("x-a-B")
       assert_equal "CONTENT_TYPE", HTTP::Parser.env_key("content-type")

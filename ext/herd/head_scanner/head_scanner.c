@@ -27,6 +27,7 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 
+/* Herd::HTTP::Parser::MAX_HEADER_NAME: a longer name is the Ruby parser's 431. */
 #define MAX_NAME 256
 /* SocketReader::READ_SIZE: a first read of this size may have left more behind. */
 #define RECEIVE_SIZE (16 * 1024)

@@ -14,7 +14,7 @@ module Herd
     #
     # The head is found and its size limits (414, 431) are enforced by the
     # {SocketReader}; this class enforces the grammar (400), the header count
-    # (431) and the HTTP version (505). It is pure: a String in, a Request out.
+    # and the header-name length (431) and the HTTP version (505). It is pure: a String in, a Request out.
     class Parser
       include Grammar
 
@@ -40,6 +40,9 @@ module Herd
         Sec-CH-UA Sec-CH-UA-Mobile Sec-CH-UA-Platform Priority
       ].freeze
       CACHE_LIMIT = 1024
+      # The longest header (and trailer) name taken; a longer one gets 431.
+      # Puma and Unicorn cap names at 256 bytes too; the C scanner's MAX_NAME.
+      MAX_HEADER_NAME = 256
 
       # The C scanner returns the very Strings this parser shares, so a
       # Request is the same whichever parser made it.
@@ -195,9 +198,11 @@ module Herd
         end
       end
 
-      # A name seen for the first time: checked, converted, cached.
+      # A name seen for the first time: checked, converted, cached (only
+      # names within MAX_HEADER_NAME are, so the cache needs no check).
       def remember(name, line)
         refuse_field_line(line) unless TOKEN.match?(name)
+        raise RequestError.new(431, "header name longer than #{MAX_HEADER_NAME} bytes: #{name[0, 64].inspect}...") if name.bytesize > MAX_HEADER_NAME
 
         key = self.class.env_key(name)
         @env_keys[name] = key if @env_keys.size < CACHE_LIMIT
