@@ -10,7 +10,7 @@
  * refusal is always the Ruby parser's, with its status and message.
  *
  * The subset: one of GET POST HEAD PUT DELETE PATCH OPTIONS; an origin-form
- * target of visible ASCII without '#'; HTTP/1.1 or HTTP/1.0; header lines
+ * target of visible ASCII without '#'; HTTP/1.0 to 1.9 (1.2 and up taken as 1.1); header lines
  * "name: value" whose names are tokens without '_', each name at most once,
  * no Transfer-Encoding and no Expect; a Content-Length of 1 to 18 digits; a
  * Host that is a reg-name with an optional port (an HTTP/1.1 request must
@@ -150,9 +150,10 @@ static VALUE scan_head(const unsigned char *p, long len, long max_headers, VALUE
     i++;
   }
   long target_end = i;
-  if (i + 10 >= len || memcmp(p + i, " HTTP/1.", 8) != 0 || (p[i + 8] != '1' && p[i + 8] != '0') ||
+  /* HTTP/1.2 to 1.9 are 1.1 (RFC 9112 §2.3: the highest minor herd speaks), as in Ruby. */
+  if (i + 10 >= len || memcmp(p + i, " HTTP/1.", 8) != 0 || p[i + 8] < '0' || p[i + 8] > '9' ||
       p[i + 9] != '\r' || p[i + 10] != '\n') return Qnil;
-  VALUE version = (p[i + 8] == '1') ? version_11 : version_10;
+  VALUE version = (p[i + 8] == '0') ? version_10 : version_11;
   i += 11;
 
   /* Header lines, until the empty one. */

@@ -14,7 +14,8 @@ module Herd
     #
     # The head is found and its size limits (414, 431) are enforced by the
     # {SocketReader}; this class enforces the grammar (400), the header count
-    # and the header-name length (431) and the HTTP version (505). It is pure: a String in, a Request out.
+    # and the header-name length (431) and the HTTP version (505; HTTP/1.2
+    # to 1.9 are taken as 1.1). It is pure: a String in, a Request out.
     class Parser
       include Grammar
 
@@ -172,9 +173,14 @@ module Herd
         headers
       end
 
+      # RFC 9112 §2.3: a higher minor version of 1.x (HTTP/1.2 to 1.9) is
+      # answered as the highest herd speaks, 1.1; any other major gets 505.
       def http_version(major, minor)
-        return "HTTP/1.1" if major == "1" && minor == "1"
-        return "HTTP/1.0" if major == "1" && minor == "0"
+        if major == "1"
+          return "HTTP/1.0" if minor == "0"
+
+          return "HTTP/1.1"
+        end
 
         raise RequestError.new(505, "HTTP version #{major}.#{minor} is not supported")
       end
