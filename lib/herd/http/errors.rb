@@ -8,7 +8,7 @@ module Herd
     class Error < Herd::Error; end
 
     # The client sent something herd refuses; {#status} is the response it gets
-    # (400, 408, 413, 414, 431 or 505) before the connection is closed.
+    # (400, 408, 413, 414, 431, 501 or 505) before the connection is closed.
     class RequestError < Error
       # @return [Integer] the HTTP status answered
       attr_reader :status

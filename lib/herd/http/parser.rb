@@ -14,8 +14,9 @@ module Herd
     #
     # The head is found and its size limits (414, 431) are enforced by the
     # {SocketReader}; this class enforces the grammar (400), the header count
-    # and the header-name length (431) and the HTTP version (505; HTTP/1.2
-    # to 1.9 are taken as 1.1). It is pure: a String in, a Request out.
+    # and the header-name length (431), transfer codings other than chunked
+    # and CONNECT (501), and the HTTP version (505; HTTP/1.2 to 1.9 are
+    # taken as 1.1). It is pure: a String in, a Request out.
     class Parser
       include Grammar
 
@@ -26,6 +27,9 @@ module Herd
       VERSION_ONLY_WRONG = %r{\A[#{TCHAR}]+ [\x21-\x7E]+ HTTP/\d+\.\d+\z}n
       CONTENT_LENGTH_VALUE = /\A\d{1,18}\z/n # 18 digits: never a Bignum, far above any max_body
       ABSOLUTE_FORM = %r{\Ahttps?://([^/?#]*)(.*)\z}ni
+      # Transfer codings, chunked last (RFC 9112 §6.1, §6.3): a list herd can
+      # frame but not decode (`gzip, chunked`), answered 501, not 400.
+      CODINGS_THEN_CHUNKED = /\A(?:[#{TCHAR}]+[ \t]*,[ \t]*)+chunked\z/ni
       TARGET = /\A[\x21-\x7E]+\z/n
       # Method strings for the fast path of {#parse}: frozen, shared by every request.
       METHOD_PREFIXES = %w[GET POST HEAD PUT DELETE PATCH OPTIONS].to_h { |method| ["#{method} ".freeze, method.freeze] }.freeze
@@ -77,7 +81,7 @@ module Herd
 
       # @param head [String] binary, from the first byte of the request line to the empty line (CRLF CRLF) included
       # @return [Request]
-      # @raise [RequestError] 400, 431 or 505
+      # @raise [RequestError] 400, 431, 501 or 505
       def parse(head)
         @scanner&.scan(head, @max_header_count) || parse_in_ruby(head)
       end
@@ -86,7 +90,7 @@ module Herd
       # returns too; every head it leaves, this parses or refuses.
       # @param head [String]
       # @return [Request]
-      # @raise [RequestError] 400, 431 or 505
+      # @raise [RequestError] 400, 431, 501 or 505
       def parse_in_ruby(head)
         lines = split_lines(head)
         request = request_line(lines.first || "")
@@ -223,18 +227,28 @@ module Herd
       end
 
       # RFC 9112 §6.1-6.3: chunked must be the final (here: only) coding, never
-      # together with Content-Length, never in HTTP/1.0.
+      # together with Content-Length, never in HTTP/1.0. Other codings before a
+      # final chunked (`gzip, chunked`, or `gzip` and `chunked` on two lines)
+      # are well framed but herd decodes none of them: 501 (§6.1's SHOULD).
+      # Everything else, chunked not last or twice, is 400 (§6.3's MUST).
       def chunked?(headers, version, content_length)
         coding = headers["HTTP_TRANSFER_ENCODING"] or return false
         raise RequestError.new(400, "Transfer-Encoding in an HTTP/1.0 request") if version == "HTTP/1.0"
         raise RequestError.new(400, "both Content-Length and Transfer-Encoding") if content_length
-        raise RequestError.new(400, "Transfer-Encoding #{coding.inspect} is not chunked") unless coding.casecmp?("chunked")
+        return true if coding.casecmp?("chunked")
 
-        true
+        if CODINGS_THEN_CHUNKED.match?(coding) && coding.split(",")[0..-2].none? { |name| name.strip.casecmp?("chunked") }
+          raise RequestError.new(501, "Transfer-Encoding #{coding[0, 64].inspect}: herd decodes chunked alone")
+        end
+        raise RequestError.new(400, "Transfer-Encoding #{coding[0, 64].inspect} is not chunked")
       end
 
       # Fills in the target (without scheme and authority), PATH_INFO and QUERY_STRING.
       def parse_target(request, headers)
+        # RFC 9110 §9.1: a method the server does not implement SHOULD get 501.
+        # CONNECT asks for a tunnel, and herd is no proxy.
+        raise RequestError.new(501, "CONNECT: herd is no proxy") if request.method == "CONNECT"
+
         target = request.target
         if target.start_with?("/")
           origin_form(request, target)
