@@ -34,6 +34,94 @@ module Herd
       end
     end
 
+    # A worker's first read in C (HeadScanner.receive) drops the empty lines
+    # as the SocketReader does: the Request the Ruby path makes, or the bytes.
+    def test_the_c_first_read_drops_the_empty_lines_as_the_ruby_reader_does
+      skip "the C head scanner is not built (`rake compile`)" unless HTTP::HeadScanner.built? && HTTP::HeadScanner.respond_to?(:receive)
+      template = HTTP::EnvBuilder.new(HTTP::Options.new).template("localhost", "8080", "http")
+      ruby = HTTP::Parser.new(scanner: nil)
+      taken = HTTPFixtures::AcceptedRequests::ALL.count do |fixture|
+        client, server = UNIXSocket.pair
+        client.write(fixture[:request])
+        received = HTTP::HeadScanner.receive(server, template, 8192, 65_536, 100)
+        next assert_equal(fixture[:request], received, fixture[:name]) && false if received.is_a?(String)
+
+        client.write(fixture[:request])
+        reference = ruby.parse_in_ruby(HTTP::SocketReader.new(server, 1).read_head(8192, 65_536))
+        assert_equal reference.to_a.values_at(0..4, 6..), received.to_a.values_at(0..4, 6..), fixture[:name]
+        reference.headers.each { |key, value| assert_equal value, received.headers[key], fixture[:name] }
+        true
+      ensure
+        client&.close
+        server&.close
+      end
+      assert_operator taken, :>=, 3, "the empty lines before a common head are dropped in C"
+      client, server = UNIXSocket.pair
+      ["#{"\r\n" * 5}GET / HTTP/1.1\r\nHost: a\r\n\r\n", "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", "\r\n\r\n"].each do |bytes|
+        client.write(bytes)
+        assert_equal bytes, HTTP::HeadScanner.receive(server, template, 8192, 65_536, 100), "handed over to the SocketReader"
+      end
+    ensure
+      client&.close
+      server&.close
+    end
+
+    def test_the_reader_drops_empty_lines_split_across_reads_and_refuses_one_too_many
+      client, server = UNIXSocket.pair
+      reader = HTTP::SocketReader.new(server, 1)
+      client.write("\r\n\r")
+      refute reader.head_decided?(8192, 65_536)
+      client.write("\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")
+      assert reader.head_decided?(8192, 65_536)
+      assert_equal "GET / HTTP/1.1\r\nHost: a\r\n\r\n", reader.read_head(8192, 65_536)
+
+      client.write("\r\n" * 5)
+      error = assert_raises(HTTP::RequestError) { HTTP::SocketReader.new(server, 1).read_head(8192, 65_536) }
+      assert_equal 400, error.status
+    ensure
+      client&.close
+      server&.close
+    end
+
+    def test_empty_lines_alone_are_no_request
+      client, server = UNIXSocket.pair
+      idle = HTTP::SocketReader.new(server, 1, idle: 5)
+      client.write("\r\n\r\n")
+      refute idle.head_decided?(8192, 65_536)
+      assert_predicate idle, :idle?, "a kept connection stays idle"
+      refute_predicate idle, :received?
+      client.close
+      assert_nil idle.read_head(8192, 65_536), "closed with nothing but empty lines: no request, no error"
+    ensure
+      client&.close
+      server&.close
+    end
+
+    # After a body: the CRLF a client sends behind it is no pipelined request.
+    def test_empty_lines_after_a_body_are_not_a_next_request
+      {"" => false, "\r\n" => false, "\r\n" * 4 => false, "\r\n" * 5 => true, "\r" => true, "\n" => true, "G" => true, "\r\nGET" => true}.each do |after, pipelined|
+        reader = HTTP::SocketReader.new(StringIO.new, 1).received("hi#{after}".b) # read with the head
+        reader.read_exactly(2) { |data| assert_equal "hi", data }
+        assert_equal pipelined, reader.pipelined?, after.inspect
+        refute_predicate reader, :buffered? unless pipelined
+      end
+    end
+
+    def test_a_kept_connection_is_kept_after_a_body_and_its_crlf
+      client, server = UNIXSocket.pair
+      handler = HTTP::Handler.new(SEES, HTTP::Options.new(logger: StringIO.new, read_timeout: 1))
+      client.write("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi\r\n")
+      first = handler.call(server, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80, keep_alive: true)
+      assert first.kept_alive
+      client.write("\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+      reader = HTTP::SocketReader.new(server, 1, idle: 1)
+      second = handler.call(server, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 80, reader: reader, keep_alive: true)
+      assert_equal [200, "/b", true], [second.status, second.target, second.kept_alive]
+    ensure
+      client&.close
+      server&.close
+    end
+
     def test_the_ruby_run_parses_in_ruby
       HTTP::HeadScanner.stub(:unused_reason, PARSERS[:ruby]) { assert_nil HTTP::Parser.new.instance_variable_get(:@scanner) }
     end

@@ -31,6 +31,9 @@
 #define MAX_NAME 256
 /* SocketReader::READ_SIZE: a first read of this size may have left more behind. */
 #define RECEIVE_SIZE (16 * 1024)
+/* SocketReader::MAX_EMPTY_LINES: the empty lines (CRLF) dropped before a head
+ * (RFC 9112 §2.2); a read with more is the SocketReader's to refuse. */
+#define MAX_EMPTY_LINES 4
 
 static VALUE request_class;  /* Herd::HTTP::Request */
 static VALUE methods;        /* frozen Array of the method Strings the Ruby parser shares */
@@ -235,7 +238,8 @@ static VALUE scan(VALUE self, VALUE head, VALUE max_header_count) {
  *
  * A connection's first read, and its parse when it is the common case: one
  * recv(2) of what the socket holds, and when that is exactly one whole head
- * (nothing after it), within the size limits, and a head scan_head takes,
+ * (nothing after it, up to MAX_EMPTY_LINES empty lines before it), within
+ * the size limits, and a head scan_head takes,
  * the Request, its headers Hash the Rack env already: a copy of
  * env_template (EnvBuilder#template: the constant entries, the listener's,
  * and a placeholder for each entry set per request, so that setting them
@@ -262,12 +266,20 @@ static VALUE receive(VALUE self, VALUE io, VALUE template, VALUE max_request_lin
   unsigned char buffer[RECEIVE_SIZE];
   ssize_t n = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
   if (n <= 0) return Qnil;
-  if (n < (ssize_t)sizeof(buffer) && n >= 4) {
+  /* The empty lines a client may send before its head (after a POST body on
+   * a kept connection), dropped as the SocketReader drops them. */
+  const unsigned char *head = buffer;
+  ssize_t head_len = n;
+  for (int lines = 0; lines < MAX_EMPTY_LINES && head_len >= 2 && head[0] == '\r' && head[1] == '\n'; lines++) {
+    head += 2;
+    head_len -= 2;
+  }
+  if (n < (ssize_t)sizeof(buffer) && head_len >= 4) {
     /* The same limits as SocketReader#check_head_size, on the same bytes. */
-    const unsigned char *end = memmem(buffer, (size_t)n, "\r\n\r\n", 4);
-    const unsigned char *line_end = memmem(buffer, (size_t)n, "\r\n", 2);
-    if (end == buffer + n - 4 && line_end - buffer <= max_line && n - (line_end - buffer) - 4 <= max_fields) {
-      VALUE request = scan_head(buffer, (long)n, max_headers, rb_hash_dup(template), 1);
+    const unsigned char *end = memmem(head, (size_t)head_len, "\r\n\r\n", 4);
+    const unsigned char *line_end = memmem(head, (size_t)head_len, "\r\n", 2);
+    if (end == head + head_len - 4 && line_end - head <= max_line && head_len - (line_end - head) - 4 <= max_fields) {
+      VALUE request = scan_head(head, (long)head_len, max_headers, rb_hash_dup(template), 1);
       if (!NIL_P(request)) return request;
     }
   }

@@ -24,6 +24,13 @@ module Herd
       BARE_LINE_END = /\r(?=[^\n])|(?<!\r)\n/n
       # The buffer when nothing is buffered: the next read replaces it.
       EMPTY = String.new(encoding: Encoding::BINARY).freeze
+      # RFC 9112 §2.2: a server SHOULD ignore at least one empty line (CRLF)
+      # before a request line; clients send one after a POST body. herd
+      # drops this many before each head (HeadScanner.receive too, its
+      # MAX_EMPTY_LINES); one more gets 400. A bare LF is no empty line.
+      MAX_EMPTY_LINES = 4
+      # What a client may leave after a body without starting a next request.
+      EMPTY_LINES = /\A(?:\r\n){1,#{MAX_EMPTY_LINES}}\z/n
 
       # The buffer socket reads land in, one per thread (per fiber), reused
       # by every reader. A read without one allocates a READ_SIZE string
@@ -55,6 +62,10 @@ module Herd
         @head_deadline = Clock.now + (idle || timeout)
         @scanned = 0
         @ended = false
+        # Empty lines at the buffer's start are dropped (none of the head is there yet).
+        @skipping = true
+        @empty_lines = 0
+        @head_taken = false
       end
 
       # @return [Float] when the whole head must be there ({Clock.now} seconds)
@@ -115,6 +126,19 @@ module Herd
         !@buffer.empty?
       end
 
+      # After a request: whether bytes of a next one were read already
+      # (pipelining). Empty lines alone, MAX_EMPTY_LINES at most, are not
+      # a request: they are dropped (RFC 9112 §2.2), so that the CRLF a
+      # client sends after a POST body does not end a kept connection.
+      # @return [Boolean]
+      def pipelined?
+        return false if @buffer.empty?
+        return true unless EMPTY_LINES.match?(@buffer)
+
+        @buffer = EMPTY
+        false
+      end
+
       # @return [Boolean] whether this reader waits on a kept connection
       #   that has not sent its next request yet (see `idle:`)
       def idle?
@@ -126,11 +150,19 @@ module Herd
       # @return [String, nil] the head (binary), nil if the client closed before sending anything
       # @raise [RequestError] 414, 431, 400 (bare CR/LF, EOF inside the head), 408
       def read_head(max_request_line, max_header_bytes)
+        if @head_taken # another head on this reader (tests read pipelined ones): its empty lines go too
+          @head_taken = false
+          @skipping = true
+          @empty_lines = 0
+          skip_empty_lines
+        end
         from = @scanned
         loop do
+          skip_empty_lines if @skipping # refuses one too many
           if (ending = @buffer.index(HEAD_END, from))
             head = take(ending + 4)
             @scanned = 0 # what follows is another head (tests read pipelined ones)
+            @head_taken = true
             @expired_because = nil
             check_head_size(head, head.index(CRLF), max_request_line, max_header_bytes)
             return head
@@ -251,6 +283,7 @@ module Herd
       # last bytes before it): a client sending its head a byte at a time must
       # not make each read rescan everything.
       def check_partial_head(max_request_line, max_header_bytes, from)
+        skip_empty_lines if @skipping # refuses one too many
         line_end = @buffer.index(CRLF)
         if line_end.nil?
           # The line may end with the CR of its CRLF.
@@ -287,6 +320,12 @@ module Herd
       end
 
       def append(data)
+        # A copy of its own (scratch is read into again), made without the
+        # Hash that a `capacity:` keyword costs.
+        @buffer.empty? ? (@buffer = EMPTY.b << data) : @buffer << data
+        skip_empty_lines(refuse: false) if @skipping # read_head refuses one too many
+        return if @buffer.empty? # empty lines alone: nothing of a request yet (a kept connection stays idle)
+
         @received = true
         if @idle # a kept connection's next request begins: the head's own time from now
           @idle = false
@@ -296,9 +335,24 @@ module Herd
           # the worker's read_head.
           @head_deadline = now + @timeout unless @expired_because || now >= @head_deadline
         end
-        # A copy of its own (scratch is read into again), made without the
-        # Hash that a `capacity:` keyword costs.
-        @buffer.empty? ? (@buffer = EMPTY.b << data) : @buffer << data
+      end
+
+      # Drops the empty lines (CRLF) before a head, MAX_EMPTY_LINES at
+      # most: one more is refused (or left in place, for read_head to
+      # refuse). A CR alone may be the start of one.
+      # @raise [RequestError] 400
+      def skip_empty_lines(refuse: true)
+        while @buffer.start_with?(CRLF)
+          if @empty_lines == MAX_EMPTY_LINES
+            return unless refuse
+
+            raise RequestError.new(400, "more than #{MAX_EMPTY_LINES} empty lines before the request line")
+          end
+
+          @empty_lines += 1
+          take(2)
+        end
+        @skipping = false unless @buffer.empty? || @buffer == "\r"
       end
 
       # After a read: whether what is buffered can be refused already.

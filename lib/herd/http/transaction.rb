@@ -106,10 +106,11 @@ module Herd
       # Whether the connection may stay open after the response: the
       # caller would keep it, the client speaks HTTP/1.1 and did not ask
       # for the close, and nothing of a next request was read already
-      # (pipelining: the connection closes after this response instead).
+      # (pipelining: the connection closes after this response instead;
+      # empty lines after a body are no request).
       def keep_alive?
         return false unless @keep_alive && @request.http11?
-        return false if @reader&.buffered?
+        return false if @reader&.pipelined?
 
         connection = @request.headers["HTTP_CONNECTION"]
         connection.nil? || !connection.match?(CLOSE_TOKEN)
