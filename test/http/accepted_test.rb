@@ -49,6 +49,7 @@ module Herd
         client.write(fixture[:request])
         reference = ruby.parse_in_ruby(HTTP::SocketReader.new(server, 1).read_head(8192, 65_536))
         assert_equal reference.to_a.values_at(0..4, 6..), received.to_a.values_at(0..4, 6..), fixture[:name]
+        assert_same reference.method, received.method, "the Ruby parser's own method String: #{fixture[:name]}"
         reference.headers.each { |key, value| assert_equal value, received.headers[key], fixture[:name] }
         true
       ensure
@@ -132,7 +133,10 @@ module Herd
       scanned = HTTPFixtures::AcceptedRequests::ALL.count do |fixture|
         head = fixture[:request].byteslice(0, fixture[:request].index("\r\n\r\n") + 4)
         request = HTTP::HeadScanner.scan(head, 100) or next false
-        assert_equal ruby.parse_in_ruby(head).to_a, request.to_a, fixture[:name]
+        reference = ruby.parse_in_ruby(head)
+        assert_equal reference.to_a, request.to_a, fixture[:name]
+        assert_same reference.method, request.method, "the Ruby parser's own method String: #{fixture[:name]}"
+        assert_same reference.version, request.version
         true
       end
       assert_operator scanned, :>=, 2

@@ -25,6 +25,8 @@ module Herd
       CONTROL = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/n
       # A request line that is fine but for a version of more than one digit each.
       VERSION_ONLY_WRONG = %r{\A[#{TCHAR}]+ [\x21-\x7E]+ HTTP/\d+\.\d+\z}n
+      # The end of a request line of HTTP/1.2 to 1.9, answered as 1.1 (RFC 9112 §2.3).
+      HIGHER_MINOR = %r{ HTTP/1\.[2-9]\z}n
       CONTENT_LENGTH_VALUE = /\A\d{1,18}\z/n # 18 digits: never a Bignum, far above any max_body
       ABSOLUTE_FORM = %r{\Ahttps?://([^/?#]*)(.*)\z}ni
       # Transfer codings, chunked last (RFC 9112 §6.1, §6.3): a list herd can
@@ -121,11 +123,13 @@ module Herd
       end
 
       # "GET /path HTTP/1.1", the shape of nearly every request, taken apart
-      # without a MatchData and with a shared String for the method and the version.
+      # without a MatchData and with a shared String for the method and the
+      # version (HTTP/1.2 to 1.9 too: the C scanner shares them as well).
       def fast_request_line(line)
         version =
           if line.end_with?(" HTTP/1.1") then "HTTP/1.1"
           elsif line.end_with?(" HTTP/1.0") then "HTTP/1.0"
+          elsif HIGHER_MINOR.match?(line) then "HTTP/1.1"
           else return nil
           end
 
