@@ -2,12 +2,14 @@
 
 require "test_helper"
 require "support/server_harness"
+require "support/kept_connections"
 
 # RFC 9112 §2.2 through a real server with `keep_alive`: the empty line a
 # client sends after a POST body, in the body's write or before its next
 # request, is dropped (4 at most), with the C first read and in Ruby alike.
 class ServerHTTPEmptyLinesTest < Herd::Test
   include Herd::ServerTest
+  include Herd::KeptConnections
 
   APP = <<~RUBY
     run ->(env) { [200, {"content-type" => "text/plain"}, ["\#{env["PATH_INFO"]} \#{env["rack.input"].read}"]] }
@@ -15,22 +17,6 @@ class ServerHTTPEmptyLinesTest < Herd::Test
 
   def keep_alive_server(seconds: 5, env: {}, read_timeout: 2)
     serve(app: APP, config: "workers 1\nhttp keep_alive: #{seconds}, read_timeout: #{read_timeout}\n", env: env)
-  end
-
-  def connect(server)
-    TCPSocket.new("127.0.0.1", server.port).tap { |socket| (@sockets ||= []) << socket }
-  end
-
-  def teardown
-    @sockets&.each { |socket| socket.close unless socket.closed? }
-    super
-  end
-
-  # @return [Array(String, String)] head, body (by content-length)
-  def read_response(socket)
-    head = +""
-    Timeout.timeout(10) { head << socket.readpartial(1) until head.end_with?("\r\n\r\n") }
-    [head, Timeout.timeout(10) { socket.read(Integer(head[/^content-length: (\d+)\r$/i, 1])) }]
   end
 
   def test_empty_lines_after_a_post_body_keep_the_connection_in_c_and_in_ruby

@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "support/server_harness"
+require "support/kept_connections"
 require "herd/http"
 
 # `http keep_alive: SECONDS`: a worker keeps a connection open after a
@@ -9,6 +10,7 @@ require "herd/http"
 # after the idle time, without a 408; everything else still closes.
 class KeepAliveTest < Herd::Test
   include Herd::ServerTest
+  include Herd::KeptConnections
 
   APP = <<~RUBY
     run ->(env) {
@@ -35,24 +37,6 @@ class KeepAliveTest < Herd::Test
     thread = Thread.new { server.get("/busy", "Connection: close\r\n") }
     server.wait_for(/busy: serving/, after: before)
     thread
-  end
-
-  def connect(server)
-    TCPSocket.new("127.0.0.1", server.port).tap { |socket| (@sockets ||= []) << socket }
-  end
-
-  def teardown
-    @sockets&.each { |socket| socket.close unless socket.closed? }
-    super
-  end
-
-  # One response read by its content-length (the connection may stay open).
-  # @return [Array(String, String)] head, body
-  def read_response(socket)
-    head = +""
-    Timeout.timeout(10) { head << socket.readpartial(1) until head.end_with?("\r\n\r\n") }
-    length = head[/^content-length: (\d+)\r$/i, 1] or return [head, Timeout.timeout(10) { socket.read }]
-    [head, Timeout.timeout(10) { socket.read(Integer(length)) }]
   end
 
   # A connection that was served once and kept.
