@@ -227,6 +227,9 @@ module Herd
           runs += finish_gc_under_way
           sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
+          # Rarely, the seal's own allocations start one: a child forked into
+          # it would cost more than the chunks that GC frees.
+          runs += finish_gc_under_way
           report(strategy, [runs, compacted, skipped], fillers.size, spared, sealed, trimmed, packed, started, before, priority)
             .retain(fillers)
         end
