@@ -18,24 +18,34 @@ class ServerReloadTest < Herd::Test
     @server&.cleanup
   end
 
-  # Clients that keep requesting until stopped; every response recorded.
+  # Clients that keep requesting until stopped; every response recorded
+  # with the number its request took before it was sent.
   def start_load(clients = 4)
     @responses = Queue.new
+    @sent = 0
+    @sent_lock = Mutex.new
     @stop_load = false
     @load = Array.new(clients) do
       Thread.new do
         until @stop_load
+          number = @sent_lock.synchronize { @sent += 1 }
           response = begin
             @server.get("/")
           rescue SystemCallError => e
             e.class.to_s
           end
-          @responses << response
+          @responses << [number, response]
         end
       end
     end
   end
 
+  # @return [Integer] the requests sent so far
+  def sent
+    @sent_lock.synchronize { @sent }
+  end
+
+  # @return [Array<Array(Integer, String)>] every request's number and response
   def stop_load
     @stop_load = true
     @load.each(&:join)
@@ -58,15 +68,20 @@ class ServerReloadTest < Herd::Test
     end
     %w[0 1].each { |n| @server.wait_for(/worker #{n} \(gen 0\), pid \d+ exited with status 0/) }
     %w[0 1 2].each { |n| @server.wait_for(/worker #{n} \(gen 1\), pid \d+ ready/) }
-    mark = @responses.size
+    # Requests sent from here on can only reach generation 1 (a response
+    # of generation 0 may still be on its way to a client thread).
+    mark = sent
     sleep 0.01 while @responses.size < mark + 20
-    responses = stop_load
+    numbered = stop_load
+    responses = numbered.map(&:last)
     failed = responses.reject { |response| response.start_with?("HTTP/1.1 200") }
     versions = responses.map { |response| response[/v\d/] }
     puts "\n  HUP under load: #{responses.size} requests, #{failed.size} failed, " \
       "#{versions.count("v1")} v1, #{versions.count("v2")} v2"
     assert_empty failed
-    assert_equal ["v2"], versions.last(20).uniq, "every response after the roll is the new code"
+    after_roll = numbered.select { |number, _| number > mark }.map { |_, response| response[/v\d/] }
+    refute_empty after_roll
+    assert_equal ["v2"], after_roll.uniq, "every request sent after the roll is served by the new code"
     @server.wait_for(/mold \(gen 0\), pid \d+ exited with status 0/)
   end
 
