@@ -27,11 +27,13 @@ module RailsBench
       ok_runs(name).map(&block).compact
     end
 
-    # Per round, herd's figure over the peer's: pairs runs of the same round.
+    # Per round, herd's figure over the peer's: pairs runs of the same round
+    # (runs of results written before a figure existed have none).
     def ratios(herd, peer, &block)
       ok_runs(herd).filter_map do |run|
         other = ok_runs(peer).find { |candidate| candidate[:round] == run[:round] }
-        other && block.call(run) / block.call(other).to_f
+        mine, theirs = [run, other].map { |candidate| candidate && block.call(candidate) }
+        mine / theirs.to_f if mine && theirs
       end
     end
 
@@ -39,12 +41,15 @@ module RailsBench
       avg = ->(run) { run.dig(:memory, :average) }
       peak = ->(run) { run.dig(:memory, :peak) }
       rps = ->(run) { run[:rps] }
+      cpu = ->(run) { run[:cpu_ms_per_request] }
       {
         avg_ratio: ratios("herd", "pitchfork", &avg), peak_ratio: ratios("herd", "pitchfork", &peak),
-        rps_ratio: ratios("herd", "puma", &rps),
+        rps_ratio: ratios("herd", "puma", &rps), cpu_ratio: ratios("herd", "puma", &cpu),
         avg_ratio_median: Bench::Report.median(ratios("herd", "pitchfork", &avg)),
         peak_ratio_median: Bench::Report.median(ratios("herd", "pitchfork", &peak)),
-        rps_ratio_median: Bench::Report.median(ratios("herd", "puma", &rps))
+        rps_ratio_median: Bench::Report.median(ratios("herd", "puma", &rps)),
+        cpu_ratio_median: Bench::Report.median(ratios("herd", "puma", &cpu)),
+        cpu_ms_per_request: servers.to_h { |name| [name, Bench::Report.median(values(name) { |r| r[:cpu_ms_per_request] })] }
       }
     end
 
@@ -55,18 +60,18 @@ module RailsBench
         [name, "#{runs.size}#{" (+#{errors} failed)" if errors.positive?}",
           cell(values(name) { |r| r.dig(:memory, :average) }), cell(values(name) { |r| r.dig(:memory, :peak) }),
           cell(values(name) { |r| r.dig(:memory, :end) }), cell(values(name) { |r| r[:booted_pss] }),
-          cell(values(name) { |r| r[:rps] }), cell(values(name) { |r| r.dig(:latency_ms, :p50) }),
+          cell(values(name) { |r| r[:rps] }), cell(values(name) { |r| r[:cpu_ms_per_request] }, 2),
+          cell(values(name) { |r| r.dig(:latency_ms, :p50) }),
           cell(values(name) { |r| r.dig(:latency_ms, :p99) }),
           values(name) { |r| r[:failed] }.sum, values(name) { |r| r[:reforks] }.then { |v| v.empty? ? "–" : v.join(", ") }]
       end
       Bench::Report.markdown_table(["server", "runs", "Σ PSS time avg (MiB)", "peak", "end", "booted, idle",
-        "req/s", "p50 (ms)", "p99 (ms)", "failed", "reforks per run"], rows)
+        "req/s", "CPU ms per request", "p50 (ms)", "p99 (ms)", "failed", "reforks per run"], rows)
     end
 
     def verdict(values, ok, fmt)
       return "not measured" if values.empty?
 
-      range = "#{fmt.call(values.min)}–#{fmt.call(values.max)}"
       met = values.count(&ok)
       state = if met == values.size
         "**met**"
@@ -75,7 +80,14 @@ module RailsBench
       else
         "**met in #{met} of #{values.size} rounds**"
       end
-      "#{state} (#{range}#{", median #{fmt.call(Bench::Report.median(values))}" if values.size > 2})"
+      "#{state} (#{spread(values, fmt)})"
+    end
+
+    # "min–max", with the median past two rounds
+    def spread(values, fmt)
+      return "not measured" if values.empty?
+
+      "#{fmt.call(values.min)}–#{fmt.call(values.max)}#{", median #{fmt.call(Bench::Report.median(values))}" if values.size > 2}"
     end
 
     def targets
@@ -84,9 +96,37 @@ module RailsBench
       rows = [
         ["herd's time-averaged Σ PSS ≤ 0.5× Pitchfork's", verdict(s[:avg_ratio], ->(v) { v <= 0.5 }, x)],
         ["herd's peak Σ PSS ≤ Pitchfork's peak", verdict(s[:peak_ratio], ->(v) { v <= 1.0 }, x)],
-        ["herd's req/s ≥ 0.95× Puma's (preload)", verdict(s[:rps_ratio], ->(v) { v >= 0.95 }, x)]
+        ["herd's req/s ≥ 0.95× Puma's (preload)", verdict(s[:rps_ratio], ->(v) { v >= 0.95 }, x)],
+        ["herd's CPU per request against Puma's (preload): no target, lower is better", spread(s[:cpu_ratio], x)]
       ]
       Bench::Report.markdown_table(["target", "herd / peer per round"], rows)
+    end
+
+    # @return [RailsBench::App] the app the runs served (results from before --app: Rails 7.2)
+    def app
+      RailsBench::APPS.fetch(@env[:app_name] || "rails7")
+    end
+
+    # What the servers ran: app, Ruby, YJIT, malloc.
+    def servers_line
+      ruby = @env[:server_ruby] ? "`#{@env[:server_ruby]}`" : "the driver's"
+      "app `#{app.name}` (#{@env[:app]}); Ruby #{ruby}; YJIT #{yjit_text}; malloc #{malloc_text}"
+    end
+
+    def yjit_text
+      case @env[:yjit]
+      when nil then "not recorded"
+      when false then "off (checked in the app booted with the servers' environment)"
+      else "on (checked in the app booted with the servers' environment; " \
+        "#{@env[:yjit_env] ? "RUBY_YJIT_ENABLE=1, as the driver ran" : "Rails' `config.yjit`, no RUBY_YJIT_ENABLE"})"
+      end
+    end
+
+    def malloc_text
+      rows = @runs.flat_map { |run| run[:final] || [] }.reject { |row| row[:jemalloc].nil? }
+      preload = @env[:ld_preload] ? " (`LD_PRELOAD=#{@env[:ld_preload]}`)" : ""
+      check = rows.empty? ? "" : ", libjemalloc mapped by #{rows.count { |row| row[:jemalloc] }} of the #{rows.size} server processes at the runs' ends"
+      "#{@env[:malloc] || "glibc"}#{preload}#{check}"
     end
 
     def config_list
@@ -97,11 +137,11 @@ module RailsBench
       <<~MD
         # bench/rails: herd against the peers on a Rails app
 
-        #{Bench::Report.environment_markdown(@env)}- versions (bench/rails/Gemfile.lock): #{@env[:versions].map { |k, v| "#{k} #{v}" }.join(", ")}
+        #{Bench::Report.environment_markdown(@env)}- servers: #{servers_line}
+        - versions (#{app.gemfile}.lock): #{@env[:versions].map { |k, v| "#{k} #{v}" }.join(", ")}
         - load average at start / end: #{@env[:loadavg_start]} / #{@env[:loadavg_end]}; #{@env[:seconds]} s in all
 
-        The Rails 7.2 app that `test/apps` generates (`rails new --minimal`, `rails g scaffold Thing
-        name:string notes:text`, SQLite, `RAILS_ENV=production`), #{RailsBench::THINGS} records, a fresh copy of its directory
+        #{app.description}, #{RailsBench::THINGS} records, a fresh copy of its directory
         per run. #{@options[:workers]} workers per server, one request at a time per worker (Puma: `threads 1, 1`):
 
         #{config_list}
@@ -121,6 +161,10 @@ module RailsBench
         first request. Each cell: median (min–max) over the runs (one per round); servers interleaved, their
         order rotating each round. The machine is shared (2 cores, other engineers' tests): compare
         figures within a round, read ranges rather than single figures.
+
+        CPU per request: user + system seconds of the server's whole process tree from the first request
+        to the last (`/proc/PID/stat` at both ends: every process of the tree with the CPU of the children
+        it reaped, so workers that exited during the run count), over the requests answered.
 
         ## Results
 

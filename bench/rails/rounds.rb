@@ -24,7 +24,7 @@ module RailsBench
     runs = []
     Dir.mktmpdir("bench-#{name}") do |work|
       app = template(work)
-      env[:app] = Bench::Report.relative(app[:source])
+      env.merge!(settings(app))
       (1..rounds).each do |round|
         setups.rotate(round - 1).each { |setup| runs << yield(setup, round, app, work) }
       end

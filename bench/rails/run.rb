@@ -2,6 +2,7 @@
 
 require_relative "server"
 require_relative "client"
+require_relative "cpu"
 require_relative "../support/sampler"
 
 module RailsBench
@@ -25,7 +26,7 @@ module RailsBench
 
   # One server under the load: a fresh copy of the app, the server started,
   # Σ PSS sampled every `interval` s from the first request to the last,
-  # the server stopped.
+  # the tree's CPU read at both ends, the server stopped.
   # @return [Hash]
   def run(server, template:, work:, requests:, interval:, workers:, round:)
     name = "#{server.name}-#{round}"
@@ -37,18 +38,22 @@ module RailsBench
     sampler = Bench::Sampler.new(running.pid, interval: interval, titles: true)
     first = sampler.take # at rest, booted
     client = Client.new(port: running.port, ids: template[:ids], requests: requests)
+    cpu = tree_cpu(running.pid)
     started = HttpBench.now
     busy = HttpBench.system_busy
     sampler.start
     client.start
     records = client.wait
     finished = HttpBench.now
+    cpu = tree_cpu(running.pid) - cpu
     result[:busy_cores] = ((HttpBench.system_busy - busy) / (finished - started)).round(2) # everything on the machine
     result[:loadavg] = Bench::Report.loadavg
     sampler.stop
     bad = failures(records)
+    answered = records.count { |record| record[1].positive? }
     result.merge!(
       requests: records.size, seconds: (finished - started).round(2), rps: (records.size / (finished - started)).round(1),
+      cpu_s: cpu.round(2), cpu_ms_per_request: answered.positive? ? (cpu * 1000 / answered).round(2) : nil,
       latency_ms: latency(records), failed: bad.size, failures: bad.first(5).map { |r| r.values_at(0, 1, 4) },
       statuses: records.map { |r| r[1] }.tally.transform_keys(&:to_s),
       booted_pss: first && first[:pss],
@@ -73,15 +78,23 @@ module RailsBench
     FileUtils.rm_rf(dir) if dir
   end
 
-  # Every process of the tree at the end of the load, with its role.
+  # Every process of the tree at the end of the load, with its role and
+  # whether it runs on jemalloc (the check that LD_PRELOAD reached it).
   def final(running)
     roles = running.processes.to_h { |process| [process[:pid], process.values_at(:role, :generation)] }
     Bench::Sampler.rows(running.pid).map do |row|
       role, generation = roles[row.pid]
       {pid: row.pid, title: row.title.to_s[0, 80], role: role, generation: generation,
-       pss: (row.sample.pss / Bench::MIB).round(1), uss: (row.sample.uss / Bench::MIB).round(1)}
+       pss: (row.sample.pss / Bench::MIB).round(1), uss: (row.sample.uss / Bench::MIB).round(1), jemalloc: jemalloc?(row.pid)}
     end
   rescue Herd::Error
     []
+  end
+
+  # @return [Boolean, nil] whether the process maps libjemalloc, nil when it is gone
+  def jemalloc?(pid)
+    File.foreach("/proc/#{pid}/maps").any? { |line| line.include?("libjemalloc") }
+  rescue SystemCallError
+    nil
   end
 end

@@ -14,4 +14,13 @@ spawn_timeout 120
 # As docs/RAILS.md advises: the pages without side effects, once each, in a
 # freshly booted mold (the herd-no_warmup variant leaves it out).
 warmup "/things", "/things/new", "/things.json" unless ENV["BENCH_NO_WARMUP"]
+# Rails 8.1 loads these on a worker's first request with a session cookie
+# and its first INSERT of a string: the mold loads them for every worker,
+# as docs/RAILS.md advises for Rails 8 (the Rails 7.2 app has no msgpack).
+after_mold_fork do |_server, _mold|
+  if defined?(Rails::VERSION) && Rails::VERSION::MAJOR >= 8
+    require "active_support/message_pack"
+    require "active_support/multibyte/chars"
+  end
+end
 instance_eval(ENV["HERD_BENCH_OPTIONS"]) if ENV["HERD_BENCH_OPTIONS"]
