@@ -53,12 +53,25 @@ class LeanMonitorTest < Herd::Test
     env = LeanMonitor.send(:lean_env, {"RUBYOPT" => BUNDLER_RUBYOPT})
     assert_equal "0.25", env[MAX_RATIO]
     boot = Marshal.load(env[LeanMonitor::BOOT_ENV].unpack1("m0")) # rubocop:disable Security/MarshalLoad
-    assert_equal({MAX_RATIO => "0.25"}, boot[:ruby_gc], "remembered, to be taken out of ENV after the exec")
+    assert_equal Herd::Server::RubyGCDefaults.defaults, boot[:ruby_gc], "remembered, to be taken out of ENV after the exec"
 
     env = LeanMonitor.send(:lean_env, {"RUBYOPT" => BUNDLER_RUBYOPT, MAX_RATIO => "0.5"})
     refute env.key?(MAX_RATIO), "the user's value stays as it is"
     boot = Marshal.load(env[LeanMonitor::BOOT_ENV].unpack1("m0")) # rubocop:disable Security/MarshalLoad
-    assert_empty boot[:ruby_gc]
+    assert_equal Herd::Server::RubyGCDefaults.defaults.except(MAX_RATIO), boot[:ruby_gc]
+  end
+
+  # Ruby 3.4 grows its heap by slots: a minor GC under the minimum ratio
+  # of free slots makes the next GC a major one without growing the heap.
+  def test_the_minimum_free_ratio_is_lowered_only_where_the_heap_grows_by_slots
+    min_ratio = "RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO"
+    defaults = Herd::Server::RubyGCDefaults.defaults
+    if GC.stat.key?(:heap_allocatable_slots)
+      assert_equal "0.10", defaults[min_ratio]
+    else
+      refute defaults.key?(min_ratio), "Ruby #{RUBY_VERSION} keeps its own minimum"
+    end
+    refute Herd::Server::RubyGCDefaults.missing(min_ratio => "0.3").key?(min_ratio), "the user's value stays"
   end
 
   # --- the re-executed process -----------------------------------------
@@ -135,7 +148,7 @@ class LeanMonitorTest < Herd::Test
 
   def test_the_whole_tree_runs_with_herds_gc_default_and_the_app_does_not_pass_it_on
     @server = Herd::ServerHarness.new(app: GC_APP, args: ["-w", "1"], env: BUNDLED.merge(MAX_RATIO => nil))
-    @server.wait_for(/monitor: Ruby's GC: #{MAX_RATIO}=0\.25 for every process of the server/o)
+    @server.wait_for(/monitor: Ruby's GC: #{MAX_RATIO}=0\.25( \S+)* for every process of the server/o)
     assert_equal "gc=nil", @server.get("/").split("\r\n\r\n", 2).last
     environ = File.binread("/proc/#{@server.pid}/environ").split("\0")
     assert_includes environ, "#{MAX_RATIO}=0.25", "Ruby read it at the exec"
@@ -145,7 +158,7 @@ class LeanMonitorTest < Herd::Test
     @server = Herd::ServerHarness.new(app: GC_APP, args: ["-w", "1"], env: BUNDLED.merge(MAX_RATIO => "0.5"))
     assert_equal "gc=\"0.5\"", @server.get("/").split("\r\n\r\n", 2).last
     assert_includes File.binread("/proc/#{@server.pid}/environ").split("\0"), "#{MAX_RATIO}=0.5"
-    refute @server.lines.any? { |line| line.include?("Ruby's GC") }, @server.lines.join
+    refute @server.lines.any? { |line| line.include?("Ruby's GC") && line.include?(MAX_RATIO) }, @server.lines.join
   end
 
   def test_herd_lean_monitor_0_keeps_the_monitor_as_started

@@ -9,7 +9,7 @@ class OutOfBandGCTest < Herd::Test
   # It answers both ways Rubies count the room left before a GC: in slots
   # (3.4) and in pages (up to 3.3).
   class FakeGC
-    attr_accessor :count, :allocated, :free_slots, :allocatable_slots
+    attr_accessor :count, :allocated, :free_slots, :allocatable_slots, :need_major_by
     attr_reader :starts
 
     def initialize
@@ -30,6 +30,10 @@ class OutOfBandGCTest < Herd::Test
     def start(**options)
       @starts << options
       @count += 1
+    end
+
+    def latest_gc_info(key)
+      {need_major_by: @need_major_by}.fetch(key)
     end
   end
 
@@ -100,6 +104,43 @@ class OutOfBandGCTest < Herd::Test
     @gc.free_slots = 10
     @gc.allocatable_slots = 3 * Herd::Server::OutOfBandGC::SLOTS_PER_PAGE
     assert @oob.between_requests, "3 pages of #{Herd::Server::OutOfBandGC::SLOTS_PER_PAGE} slots before Ruby's GC"
+  end
+
+  def test_stops_for_good_once_its_gcs_keep_leaving_a_major_gc_due
+    return assert_it_never_stops unless Herd::Server::OutOfBandGC::NEED_MAJOR_KNOWN
+
+    @gc.need_major_by = :nofree
+    @gc.allocated = 1_000
+    assert @oob.between_requests
+    refute @oob.stood_down?, "one such GC may come from the heap's own growth"
+    @gc.allocated = 2_000
+    assert @oob.between_requests
+    assert @oob.stood_down?
+    @gc.allocated = 10_000
+    refute @oob.between_requests
+    assert_equal 2, @gc.starts.size
+  end
+
+  def test_a_gc_that_leaves_no_major_due_is_no_misfire
+    @gc.need_major_by = :nofree
+    @gc.allocated = 1_000
+    assert @oob.between_requests
+    @gc.need_major_by = nil
+    5.times do |i|
+      @gc.allocated = 1_000 * (i + 2)
+      assert @oob.between_requests
+    end
+    refute @oob.stood_down?
+  end
+
+  # Ruby 3.1's GC.latest_gc_info has no :need_major_by: it never stops there.
+  def assert_it_never_stops
+    @gc.need_major_by = :nofree
+    5.times do |i|
+      @gc.allocated = 1_000 * (i + 1)
+      assert @oob.between_requests
+    end
+    refute @oob.stood_down?
   end
 
   # For real: the app reads GC.count at the end of a request and at the

@@ -45,6 +45,13 @@ module Herd
       ALLOCATABLE_KEY, ALLOCATABLE_UNIT =
         GC.stat.key?(:heap_allocatable_slots) ? [:heap_allocatable_slots, 1] : [:heap_allocatable_pages, SLOTS_PER_PAGE]
 
+      # Whether GC.latest_gc_info says if the next GC is a major one.
+      NEED_MAJOR_KNOWN = GC.latest_gc_info.key?(:need_major_by)
+      # GCs of ours that left a major GC due, after which it stops: one may
+      # come from the heap's own growth, a second says the heap is too
+      # tight for it.
+      MISFIRES = 2
+
       # @return [Integer] GCs run so far
       attr_reader :runs
 
@@ -56,6 +63,7 @@ module Herd
         @min_requests = min_requests
         @gc = gc
         @runs = 0
+        @misfires = 0
         remember
       end
 
@@ -66,18 +74,41 @@ module Herd
           remember
           return false
         end
+        return false if stood_down?
+
         @requests += 1
         return false if @requests < @min_requests
         return false if @gc.stat(:total_allocated_objects) - @allocated < @objects
         return false if room < @objects
 
-        @gc.start(full_mark: false, immediate_sweep: true)
-        @runs += 1
-        remember
+        collect
         true
       end
 
+      # Whether it has stopped for good in this process: its GCs kept
+      # leaving Ruby's next GC a major one ({MISFIRES}).
+      # @return [Boolean]
+      def stood_down?
+        @misfires >= MISFIRES
+      end
+
       private
+
+      # A minor GC that leaves fewer free slots than Ruby's minimum ratio
+      # (RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO) makes Ruby's next GC a major
+      # one, and on a heap that stays that tight, one GC of ours in a few
+      # turns into a major GC: far more CPU than the copies it saves.
+      def collect
+        @gc.start(full_mark: false, immediate_sweep: true)
+        @runs += 1
+        @misfires += 1 if major_due?
+        remember
+      end
+
+      # Ruby >= 3.3 says when its next GC will be a major one.
+      def major_due?
+        NEED_MAJOR_KNOWN && !@gc.latest_gc_info(:need_major_by).nil?
+      end
 
       # Objects Ruby lets in before its own next GC: free slots, and the
       # slots of the pages it may still add (Ruby 3.4 counts those in

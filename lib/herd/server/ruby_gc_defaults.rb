@@ -6,28 +6,34 @@ module Herd
     # command re-executes itself ({LeanMonitor}): Ruby reads them once, at
     # start, so the re-exec is the one moment they can be set for the whole
     # tree (monitor, molds, workers). A variable the user set wins: herd
-    # only fills in the ones missing.
+    # only fills in the ones missing. Why each, with the runs that chose
+    # them: docs/COPY_ON_WRITE.md, "Ruby's GC settings".
     #
-    # RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25 (Ruby's default 0.65): Ruby
-    # 3.1 frees heap pages only once more than that share of the heap is
-    # free, so the slack of the boot's last heap growth, and the pages a
-    # promoted mold's compaction empties, stay resident in every mold, and
-    # a worker keeps the pages its garbage grew. bench/cow at 0d77d49: the
-    # lazily memoizing app once serving 242.9 -> 223.4 MiB (Pitchfork with
-    # the same setting 570 -> 402); the apps that allocate little after
-    # their warm-up +1.1 and +1.5 MiB, inside the ±5 MiB that malloc's
-    # layout moves them. bench/cow/gc_ratio_cpu.rb found no CPU cost: the
-    # same GC count, and less GC time where the heap is larger (fewer pages
-    # to sweep).
+    # - RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25 (Ruby's default 0.65):
+    #   heap pages are given back once a quarter of the heap is free, so
+    #   the slack of the boot's last growth does not stay resident in every
+    #   mold and worker.
+    # - RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO=0.10 (default 0.20), on Rubies
+    #   that count the heap's growth in slots (3.4): there a minor GC that
+    #   leaves under the minimum free makes the next GC a major one without
+    #   growing the heap, and a worker's heap, packed by the mold, starts
+    #   under 0.20, so every few GCs were major ones.
     # @api private
     module RubyGCDefaults
       DEFAULTS = {"RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.25"}.freeze
+      # Ruby 3.4's GC.stat names the heap's room to grow in slots.
+      SLOT_GROWTH = {"RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.10"}.freeze
 
       class << self
         # @param env [Hash] the environment of the command
         # @return [Hash{String => String}] the defaults `env` does not set
         def missing(env)
-          DEFAULTS.reject { |name, _value| env.key?(name) }
+          defaults.reject { |name, _value| env.key?(name) }
+        end
+
+        # @return [Hash{String => String}] herd's defaults on this Ruby
+        def defaults
+          GC.stat.key?(:heap_allocatable_slots) ? DEFAULTS.merge(SLOT_GROWTH) : DEFAULTS
         end
 
         # @param settings [Hash{String => String}]

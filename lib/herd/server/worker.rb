@@ -282,9 +282,18 @@ module Herd
         report_idle
         @access_log&.record(remote, exchange)
         hooks.run(:after_request_complete, log, role, @context, @info, exchange) if @request_hooks
-        @gc&.between_requests
+        out_of_band_gc if @gc
         report_late_loads if @late_loads
         keep(client, remote, listener) if exchange.kept_alive
+      end
+
+      def out_of_band_gc
+        @gc.between_requests
+        return unless @gc.stood_down?
+
+        log.info(role, "out-of-band GC stopped: #{OutOfBandGC::MISFIRES} of its GCs left Ruby's next GC a major one " \
+          "(the heap's free slots are under RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO; docs/CONFIGURATION.md, out_of_band_gc)")
+        @gc = nil
       end
 
       def report_late_loads
