@@ -315,6 +315,7 @@ static VALUE setup(VALUE self, VALUE request, VALUE method_strings, VALUE v11, V
 void herd_init_field_lines(VALUE http); /* field_lines.c */
 void herd_init_final_send(VALUE http);  /* final_send.c */
 void herd_init_tcp_accept(VALUE herd);  /* accept.c */
+void herd_init_shared_memory(VALUE herd); /* shared_memory.c */
 void herd_init_scoreboard_slots(VALUE herd); /* scoreboard_slots.c */
 void herd_init_prctl(VALUE herd); /* prctl.c */
 
@@ -335,6 +336,7 @@ void Init_head_scanner(void) {
   herd_init_field_lines(http);
   herd_init_final_send(http);
   herd_init_tcp_accept(herd);
+  herd_init_shared_memory(herd);
   herd_init_scoreboard_slots(herd);
   herd_init_prctl(herd);
 }

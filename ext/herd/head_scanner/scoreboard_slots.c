@@ -2,8 +2,10 @@
  * Herd::Server::ScoreboardSlots: a worker's two scoreboard writes per
  * request (Herd::Server::Scoreboard#busy and #idle) in C.
  *
- * The scoreboard is a shared anonymous mapping (Herd::SharedMemory, mmap
- * through Fiddle) that the monitor reads for timeouts and /stats. From Ruby,
+ * The scoreboard is a shared anonymous mapping (Herd::SharedMemory::Native,
+ * shared_memory.c) that the monitor reads for timeouts and /stats. These
+ * functions take that mapping object and a slot number, never an address,
+ * and check the slot against the mapping's size before writing. From Ruby,
  * a request's writes took some 25 method calls (the label put together,
  * packed numbers, Fiddle copies), about 3 us of a live worker's CPU. Here
  * they are plain stores, the start time last with release order, so a
@@ -13,34 +15,38 @@
  * The slot layout is Scoreboard's (lib/herd/server/scoreboard.rb): started
  * (us, 0 when idle), requests, 8 bytes unused, then the label, ended by a
  * NUL unless it fills its room. Scoreboard uses this only when
- * ScoreboardSlots.layout matches its own; test/server/scoreboard_test.rb
- * compares the bytes both write.
+ * ScoreboardSlots.layout matches its own and its memory is a Native
+ * mapping; test/server/scoreboard_test.rb compares the bytes both write.
  */
 #include <ruby.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
 void herd_init_scoreboard_slots(VALUE herd);
+char *herd_shared_memory_at(VALUE memory, long offset, long length); /* shared_memory.c */
 
 #define SLOT_BYTES 256
 #define REQUESTS_OFFSET 8
 #define LABEL_OFFSET 24
 #define LABEL_MAX (SLOT_BYTES - LABEL_OFFSET)
 
-static char *slot_at(VALUE address, VALUE offset) {
-  uintptr_t start = (uintptr_t)NUM2SIZET(address);
-  long at = NUM2LONG(offset);
-  if (start == 0 || at < 0 || at % SLOT_BYTES != 0) rb_raise(rb_eArgError, "no scoreboard slot at %ld of address %p", at, (void *)start);
-  return (char *)start + at;
+/* Slot `number` of `memory` (a Herd::SharedMemory::Native), all of it
+ * inside the mapping, or raises before anything is written; an absurd
+ * number saturates so that it fails the check instead of overflowing. */
+static char *slot_at(VALUE memory, VALUE number) {
+  long slot = NUM2LONG(number);
+  long offset = slot > LONG_MAX / SLOT_BYTES ? LONG_MAX : slot < LONG_MIN / SLOT_BYTES ? LONG_MIN : slot * SLOT_BYTES;
+  return herd_shared_memory_at(memory, offset, SLOT_BYTES);
 }
 
-/* Herd::Server::ScoreboardSlots.busy(address, offset, method, target): the
+/* Herd::Server::ScoreboardSlots.busy(memory, number, method, target): the
  * label "METHOD target", then the start time (monotonic us). */
-static VALUE busy(VALUE self, VALUE address, VALUE offset, VALUE method, VALUE target) {
+static VALUE busy(VALUE self, VALUE memory, VALUE number, VALUE method, VALUE target) {
   StringValue(method);
   StringValue(target);
-  char *slot = slot_at(address, offset);
+  char *slot = slot_at(memory, number);
   char label[LABEL_MAX];
   long used = 0;
   const char *pieces[3] = {RSTRING_PTR(method), " ", RSTRING_PTR(target)};
@@ -60,11 +66,11 @@ static VALUE busy(VALUE self, VALUE address, VALUE offset, VALUE method, VALUE t
   return Qnil;
 }
 
-/* Herd::Server::ScoreboardSlots.idle(address, offset, requests): the count,
+/* Herd::Server::ScoreboardSlots.idle(memory, number, requests): the count,
  * then a start time of 0. */
-static VALUE idle(VALUE self, VALUE address, VALUE offset, VALUE requests) {
-  char *slot = slot_at(address, offset);
+static VALUE idle(VALUE self, VALUE memory, VALUE number, VALUE requests) {
   int64_t count = NUM2LL(requests);
+  char *slot = slot_at(memory, number);
   memcpy(slot + REQUESTS_OFFSET, &count, sizeof(count));
   __atomic_store_n((int64_t *)slot, (int64_t)0, __ATOMIC_RELEASE);
   return Qnil;

@@ -23,9 +23,11 @@ module Herd
       LABEL_MAX = SLOT_BYTES - LABEL_OFFSET
       LABEL_END = "\0"
 
+      # @param slots [Integer]
+      # @param native [Boolean] see {SharedMemory.allocate_slots}
       # @return [Scoreboard, nil] nil where shared memory is not available
-      def self.allocate(slots)
-        memory = SharedMemory.allocate_slots(slots * SLOT_BYTES / SharedMemory::SLOT)
+      def self.allocate(slots, native: Extension.unused_reason.nil?)
+        memory = SharedMemory.allocate_slots(slots * SLOT_BYTES / SharedMemory::SLOT, native: native)
         memory && new(memory, slots)
       end
 
@@ -44,16 +46,19 @@ module Herd
       # Worker side, before its first request: the two writes per request
       # through herd's C extension ({ScoreboardSlots}: plain stores instead
       # of some 25 method calls), when it is built, not switched off, and
-      # writes this very layout.
+      # writes this very layout to this scoreboard's memory: a
+      # {SharedMemory::Native} mapping, which it checks each slot against.
       # @param c_slots [#busy, #idle, #layout, nil] nil: the writes in Ruby
+      # @return [void]
       def write_with(c_slots)
-        return unless c_slots && c_slots.layout == [SLOT_BYTES, REQUESTS_OFFSET, LABEL_OFFSET, LABEL_MAX]
+        return unless c_slots && @memory.native? && c_slots.layout == [SLOT_BYTES, REQUESTS_OFFSET, LABEL_OFFSET, LABEL_MAX]
 
-        @c_address = @memory.address
         @c_slots = c_slots
       end
 
       # Monitor side, before spawning the worker that will own the slot.
+      # @param number [Integer] the worker's slot
+      # @raise [SharedMemory::OutOfBounds] when the slot is not on the scoreboard
       def reset(number)
         @memory.write(number * SLOT_BYTES, "\0" * LABEL_OFFSET)
       end
@@ -63,8 +68,12 @@ module Herd
       # first, with its NUL; then the start time: the monitor reads a label
       # only once the start time is set. Two writes per request, one when
       # it ends: the fewer calls, the less a request costs.
+      # @param number [Integer] the worker's slot
+      # @param method [String]
+      # @param target [String]
+      # @raise [SharedMemory::OutOfBounds] when the slot is not on the scoreboard
       def busy(number, method, target)
-        return @c_slots.busy(@c_address, number * SLOT_BYTES, method, target) if @c_slots
+        return @c_slots.busy(@memory, number, method, target) if @c_slots
 
         base = number * SLOT_BYTES
         label = (@label ||= String.new(capacity: LABEL_MAX + 16, encoding: Encoding::BINARY))
@@ -77,8 +86,11 @@ module Herd
       end
 
       # Worker side: the request is done (start time 0 and the count, in one write).
+      # @param number [Integer] the worker's slot
+      # @param requests [Integer] served so far
+      # @raise [SharedMemory::OutOfBounds] when the slot is not on the scoreboard
       def idle(number, requests)
-        return @c_slots.idle(@c_address, number * SLOT_BYTES, requests) if @c_slots
+        return @c_slots.idle(@memory, number, requests) if @c_slots
 
         values = (@idle_values ||= [0, 0])
         values[1] = requests
@@ -90,7 +102,7 @@ module Herd
       #   its request line, or nil when idle
       def current(number)
         base = number * SLOT_BYTES
-        started = @memory.read(base, 8).unpack1("q")
+        started = @memory.read_int(base)
         return nil if started.zero?
 
         label = @memory.read(base + LABEL_OFFSET, LABEL_MAX)
@@ -100,7 +112,7 @@ module Herd
 
       # @return [Integer] requests served by the slot's worker
       def requests(number)
-        @memory.read(number * SLOT_BYTES + REQUESTS_OFFSET, 8).unpack1("q")
+        @memory.read_int(number * SLOT_BYTES + REQUESTS_OFFSET)
       end
 
       private
