@@ -2,7 +2,6 @@
 
 require_relative "herd/version"
 require_relative "herd/errors"
-require_relative "herd/deprecation"
 require_relative "herd/heap"
 require_relative "herd/fork_hook"
 require_relative "herd/fork_safety"
@@ -33,14 +32,6 @@ module Herd
     # @return [Proc] the block
     def after_fork(&block)
       register(:after_fork, block)
-    end
-
-    # @deprecated Use {after_fork} (until 1.0).
-    # @yield in the child, after the fork
-    # @return [Proc] the block
-    def after_fork_child(&block)
-      Deprecation.warn("Herd.after_fork_child", "Herd.after_fork")
-      after_fork(&block)
     end
 
     # Registers a block run in the parent after every fork, with the child's pid.

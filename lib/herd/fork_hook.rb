@@ -2,7 +2,7 @@
 
 require_relative "heap"
 require_relative "fork_callbacks"
-require_relative "deprecation"
+require_relative "env_switch"
 
 module Herd
   # Intercepts every fork of the process through `Process._fork` (Ruby >= 3.1),
@@ -14,9 +14,9 @@ module Herd
   # (docs/API.md): `Herd::ForkHook.prepare_heap = false`, `true`, or a Hash
   # of {Heap.prepare} options; `HERD_PREPARE_HEAP=0` before
   # `require "herd/fork"`. For one fork: `fork(prepare_heap: false)` (also
-  # `Process.fork(...)`, with or without a block). nakayoshi_fork's
-  # `fork(nakayoshi: false)` and `fork(cow_friendly: false)`, and
-  # `ForkHook.cow_friendly`, are deprecated names of the same switch.
+  # `Process.fork(...)`, with or without a block), or nakayoshi_fork's
+  # `fork(nakayoshi: false)` and `fork(cow_friendly: false)`, so that code
+  # written for that gem opts out the same way.
   module ForkHook
     # This thread's override of the switch: false, true or a Hash; nil follows it.
     OVERRIDE = :__herd_fork_prepare_heap
@@ -27,8 +27,6 @@ module Herd
     PID_BOX = :__herd_fork_pid_box
     # The environment switch read by `require "herd/fork"`.
     ENV_SWITCH = "HERD_PREPARE_HEAP"
-    # Its name before 0.x's vocabulary review, read until 1.0.
-    LEGACY_ENV_SWITCH = "HERD_COW_FRIENDLY"
 
     # Prepended to `Process.singleton_class`.
     # @api private
@@ -48,15 +46,18 @@ module Herd
     end
 
     # Prepended to the singleton classes of Kernel and Process: accepts
-    # `prepare_heap:` (and its deprecated spellings) and passes everything
+    # `prepare_heap:` (and nakayoshi_fork's opt-outs) and passes everything
     # else through untouched.
     # @api private
     module ForkOptions
       # @param prepare_heap [Boolean, Hash, nil] for this fork: false skips
       #   the preparation, true or a Hash of {Heap.prepare} options does it
       #   whatever the global switch says; nil follows the switch
+      # @param nakayoshi [Boolean, nil] nakayoshi_fork's opt-out: false is
+      #   `prepare_heap: false`
+      # @param cow_friendly [Boolean, nil] the same
       def fork(prepare_heap: nil, nakayoshi: nil, cow_friendly: nil, &block)
-        prepare_heap = ForkHook.legacy_fork_keywords(prepare_heap, nakayoshi: nakayoshi, cow_friendly: cow_friendly)
+        prepare_heap = false if prepare_heap.nil? && (nakayoshi == false || cow_friendly == false)
         return super(&block) if prepare_heap.nil?
         return ForkHook.without_heap_preparation { super(&block) } unless prepare_heap
 
@@ -75,7 +76,6 @@ module Herd
     @install_lock = Mutex.new
     @installed = false
     @prepare_heap = false
-    @heap_options = {}
     @callbacks = ForkCallbacks.new
 
     class << self
@@ -106,59 +106,19 @@ module Herd
         @prepare_heap = value
       end
 
-      # @deprecated Use {prepare_heap} (until 1.0).
-      # @return [Boolean]
-      def cow_friendly
-        Deprecation.warn("Herd::ForkHook.cow_friendly", "Herd::ForkHook.prepare_heap")
-        prepare_heap ? true : false
-      end
-
-      # @deprecated Use {prepare_heap=} (until 1.0).
-      # @param value [Boolean]
-      def cow_friendly=(value)
-        Deprecation.warn("Herd::ForkHook.cow_friendly=", "Herd::ForkHook.prepare_heap=")
-        self.prepare_heap = value ? true : false
-      end
-
-      # @deprecated Use `prepare_heap = {options}` (until 1.0).
-      # @return [Hash]
-      def heap_options
-        Deprecation.warn("Herd::ForkHook.heap_options", "Herd::ForkHook.prepare_heap (a Hash of options)")
-        @heap_options
-      end
-
-      # @deprecated Use `prepare_heap = {options}` (until 1.0): the options
-      #   given here still apply whenever preparation is on.
-      # @param options [Hash] {Heap.prepare} options
-      def heap_options=(options)
-        Deprecation.warn("Herd::ForkHook.heap_options=", "Herd::ForkHook.prepare_heap = {...} (a Hash of options)")
-        @heap_options = options
-      end
-
       # What `require "herd/fork"` turns the switch to: on, unless
-      # `HERD_PREPARE_HEAP` (or the deprecated `HERD_COW_FRIENDLY`) says
-      # 0, false, no or off.
+      # `HERD_PREPARE_HEAP` turns it off ({EnvSwitch.off?}).
       # @param env [Hash] the environment
       # @return [Boolean]
       # @api private
       def prepare_heap_from_env(env)
-        value = env[ENV_SWITCH]
-        if value.nil? && !env[LEGACY_ENV_SWITCH].nil?
-          Deprecation.warn(LEGACY_ENV_SWITCH, ENV_SWITCH)
-          value = env[LEGACY_ENV_SWITCH]
-        end
-        !EnvSwitch.off?(value)
+        !EnvSwitch.off?(env[ENV_SWITCH])
       end
 
       # Installs the interception. Idempotent and thread-safe.
       # @param prepare_heap [Boolean, Hash, nil] also set {prepare_heap}
-      # @param cow_friendly [Boolean, nil] deprecated: `prepare_heap:`
       # @return [void]
-      def install(prepare_heap: nil, cow_friendly: nil)
-        unless cow_friendly.nil?
-          Deprecation.warn("Herd::ForkHook.install(cow_friendly:)", "Herd::ForkHook.install(prepare_heap:)")
-          prepare_heap = cow_friendly ? true : false if prepare_heap.nil?
-        end
+      def install(prepare_heap: nil)
         self.prepare_heap = prepare_heap unless prepare_heap.nil?
         @install_lock.synchronize do
           return if @installed
@@ -189,7 +149,6 @@ module Herd
       def reset!
         @callbacks.clear
         @prepare_heap = false
-        @heap_options = {}
         @last_report = nil
         @compacted_in = nil
       end
@@ -201,20 +160,6 @@ module Herd
       # @return [Object] the block's value
       def with_heap_preparation(options = true, &block)
         with_override(options, &block)
-      end
-
-      # `fork(nakayoshi:)` and `fork(cow_friendly:)`, nakayoshi_fork's
-      # spellings: warned once, then read as `prepare_heap: false`.
-      # @api private
-      # @return [Boolean, Hash, nil] the `prepare_heap:` to use
-      def legacy_fork_keywords(prepare_heap, nakayoshi:, cow_friendly:)
-        {nakayoshi: nakayoshi, cow_friendly: cow_friendly}.each do |name, value|
-          next if value.nil?
-
-          Deprecation.warn("fork(#{name}:)", "fork(prepare_heap:)")
-          prepare_heap = false if prepare_heap.nil? && !value
-        end
-        prepare_heap
       end
 
       # @api private
@@ -251,7 +196,7 @@ module Herd
       end
 
       def prepare(wanted)
-        options = @heap_options.merge(wanted.is_a?(Hash) ? wanted : {})
+        options = wanted.is_a?(Hash) ? wanted.dup : {}
         # Compacting again (compact: true, or Process.warmup on Ruby >= 3.3)
         # would move objects in pages already shared with earlier children,
         # which is the copying we are here to avoid.

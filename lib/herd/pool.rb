@@ -3,7 +3,6 @@
 require_relative "../herd"
 require_relative "heap"
 require_relative "clock"
-require_relative "deprecation"
 require_relative "pool/errors"
 require_relative "pool/settings"
 require_relative "pool/source"
@@ -112,14 +111,7 @@ module Herd
     #   enough for it to pay ({HeapPolicy}), a Hash always
     # @option options [Integer] :max_items_per_worker replace a worker after this many items
     # @option options [Numeric] :shutdown_timeout seconds a worker gets to exit before TERM, then KILL
-    # @yieldparam item [Object] deprecated (until 1.0): the job as a block; use `job:`
-    def initialize(job: nil, resolver: nil, disposable: false, **options, &block)
-      if block
-        raise ArgumentError, "give the pool its job once: job: or a block, not both" if job
-
-        Deprecation.warn("Herd::Pool.new { |item| ... }", "Herd::Pool.new(job: ->(item) { ... })")
-        job = block
-      end
+    def initialize(job: nil, resolver: nil, disposable: false, **options)
       raise ArgumentError, "a pool needs its job: Herd::Pool.new(job: ->(item) { ... }) or Herd::Pool.open(job: ...) { |pool| ... }" unless job
       raise ArgumentError, "job: must respond to #call (a lambda or a method), got #{job.inspect}" unless job.respond_to?(:call)
 

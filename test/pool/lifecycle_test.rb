@@ -124,17 +124,9 @@ class PoolLifecycleTest < Herd::Test
     error = assert_raises(ArgumentError) { Herd::Pool.new(processes: 1) }
     assert_match(/a pool needs its job: Herd::Pool.new\(job: /, error.message)
     assert_raises(ArgumentError) { Herd::Pool.new(processes: 1, job: :not_callable) }
-  end
-
-  def test_a_pool_made_with_a_block_warns_once_and_still_works
-    out, err, status = ruby_run(<<~RUBY)
-      require "herd"
-      2.times { pool = Herd::Pool.new(processes: 1) { |i| i * 2 }; print pool.map([1, 2]).inspect; pool.close }
-    RUBY
-    assert status.success?, err
-    assert_equal "[2, 4][2, 4]", out
-    assert_equal ["herd: Herd::Pool.new { |item| ... } is deprecated; use Herd::Pool.new(job: ->(item) { ... }) (the old name works until herd 1.0)"],
-      err.lines(chomp: true)
+    # A block is not the job: the error says to pass it as job:.
+    error = assert_raises(ArgumentError) { Herd::Pool.new(processes: 1) { |item| item } }
+    assert_match(/a pool needs its job: Herd::Pool.new\(job: /, error.message)
   end
 
   def test_max_items_per_worker_recycles_workers

@@ -96,11 +96,9 @@ class ServerConfigFileTest < Herd::Test
     assert_nil load("prepare_heap false\n").heap_nice
   end
 
-  def test_after_worker_fork_is_the_deprecated_name_of_after_fork
-    Herd::Deprecation.reset!
-    config = nil
-    _, err = capture_io { config = load("after_worker_fork { |server, worker| }\nafter_fork { |server, worker| }\n") }
-    assert config.hooks.any?(:after_fork)
-    assert_match(/herd: the after_worker_fork hook is deprecated; use after_fork/, err)
+  # Pitchfork's name for the hook is not herd's: refused as any unknown setting.
+  def test_after_worker_fork_is_an_unknown_setting
+    error = assert_raises(Herd::ConfigError) { load("after_fork { |server, worker| }\nafter_worker_fork { |server, worker| }\n") }
+    assert_match(/\Aunknown setting `after_worker_fork` \(\S+:2\); did you mean `after_\w+`\?\z/, error.message)
   end
 end

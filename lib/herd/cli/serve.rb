@@ -74,10 +74,9 @@ module Herd
         raise UsageError, "serve: #{e.message}"
       end
 
-      # Short flags that meant something else once, or mean something else
-      # in Puma or Unicorn: one line saying what to type instead (an error,
-      # not a warning: `-t 16` from a Puma user would otherwise become a
-      # 16-second timeout).
+      # Short flags that mean something else in Puma or Unicorn: one line
+      # saying what to type instead, since `-t 16` from a Puma user would
+      # otherwise become a 16-second timeout.
       RETIRED_FLAGS = {
         "-t" => "serve: -t is not a flag of herd serve (in Puma it sets threads; a herd worker serves one request at a time, " \
           "so add workers with -w); for the request timeout write --timeout SECONDS"

@@ -2,7 +2,6 @@
 
 require "timeout"
 require_relative "../errors"
-require_relative "../deprecation"
 
 module Herd
   # Raise inside a {Herd.map}-style block to stop the whole run early. The run
@@ -73,8 +72,8 @@ module Herd
   # catches it as it catches every other timeout; and, like every error herd
   # raises, a {Herd::ItemError} and a {Herd::Error} for `rescue` and
   # `is_a?` (a class has one superclass: those two answer through
-  # {Error.===} and {#is_a?}). Formerly `Herd::Timeout`, which inside
-  # `module Herd` hid the standard library's `Timeout`.
+  # {Error.===} and {#is_a?}). Not `Herd::Timeout`: inside `module Herd`
+  # that would hide the standard library's `Timeout`.
   class TimeoutError < ::Timeout::Error
     include ItemContext
 
@@ -115,16 +114,5 @@ module Herd
       super("#{remote_class}: #{message}")
       set_backtrace(backtrace) if backtrace
     end
-  end
-
-  # `Herd::Timeout`, the old name of {TimeoutError}: a deprecated alias
-  # until 1.0. Not a constant, so that `Timeout` inside `module Herd`
-  # (herd's code or yours) is the standard library's.
-  # @api private
-  def self.const_missing(name)
-    return super unless name == :Timeout
-
-    Deprecation.warn("Herd::Timeout", "Herd::TimeoutError (also a Timeout::Error)")
-    TimeoutError
   end
 end

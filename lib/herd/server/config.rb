@@ -2,7 +2,6 @@
 
 require_relative "../errors"
 require_relative "../cpu"
-require_relative "../deprecation"
 require_relative "hooks"
 require_relative "setting"
 require_relative "listener"
@@ -213,7 +212,7 @@ module Herd
 
       # A typo names the setting and its line, not the whole Config object.
       def unknown_setting(error, path)
-        settings = (DSL.public_instance_methods(false) - Hooks::DEPRECATED.keys).map(&:to_s)
+        settings = DSL.public_instance_methods(false).map(&:to_s)
         require "did_you_mean"
         guess = DidYouMean::SpellChecker.new(dictionary: settings).correct(error.name.to_s).first
         ConfigError.new("unknown setting `#{error.name}` (#{where(error, path)})" \
@@ -282,13 +281,6 @@ module Herd
 
         Hooks::NAMES.each do |name|
           define_method(name) { |&block| @config.hooks.add(name, block) }
-        end
-
-        Hooks::DEPRECATED.each do |old, new|
-          define_method(old) do |&block|
-            Deprecation.warn("the #{old} hook", new.to_s)
-            @config.hooks.add(new, block)
-          end
         end
       end
     end

@@ -10,8 +10,6 @@ module Herd
       # names they have in Herd.* and in the pool (docs/API.md).
       NAMES = %i[before_fork after_mold_fork after_fork after_worker_ready
         after_request_complete before_promotion before_worker_exit after_worker_exit].freeze
-      # Old names still read until 1.0, each with a one-line warning.
-      DEPRECATED = {after_worker_fork: :after_fork}.freeze
 
       def initialize
         @blocks = Hash.new { |hash, name| hash[name] = [] }
