@@ -119,8 +119,6 @@ module Herd
     # packing and malloc sealing — for every caller: the server's molds,
     # the pool, the fork hook. Read at each {Heap.prepare}.
     INTERNALS_ENV = "HERD_HEAP_INTERNALS"
-    # Values of {INTERNALS_ENV} (and HERD_PREPARE_HEAP) that mean off.
-    OFF_VALUES = EnvSwitch::OFF_VALUES
 
     # The keywords of {Heap.prepare}.
     OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio nice].freeze

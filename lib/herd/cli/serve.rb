@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
+require_relative "../env_switch"
 require_relative "../server"
 require_relative "../server/lean_monitor"
 require_relative "../server/settings_sources"
@@ -100,7 +101,7 @@ module Herd
         sources = Server::SettingsSources.new(file: file)
         config = sources.build(flags, config: read_config(sources.file))
         config.rackup = rackup if rackup
-        config.subreaper = false if ENV["HERD_NO_SUBREAPER"] == "1"
+        config.subreaper = false if EnvSwitch.on?(ENV["HERD_NO_SUBREAPER"])
         others.each { |flag| flag.call(config) }
         config.validate!
         # HUP reads the file again, with the same flags on top.

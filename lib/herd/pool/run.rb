@@ -6,6 +6,7 @@ require_relative "chunk_sizer"
 require_relative "error_payload"
 require_relative "../progress"
 require_relative "../clock"
+require_relative "../env_switch"
 
 module Herd
   class Pool
@@ -196,7 +197,7 @@ module Herd
       # for it along).
       def prefetch_allowed?
         @pool.kind == :process && !@source.size.nil? && @settings.timeout.nil? && @settings.start.nil? &&
-          !@pool.recycles_workers? && !ENV.fetch(PREFETCH_ENV, "1").strip.start_with?("0")
+          !@pool.recycles_workers? && !EnvSwitch.off?(ENV[PREFETCH_ENV])
       end
 
       # A one-call pool's workers exit on their own after a batch that leaves

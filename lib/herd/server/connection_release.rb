@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../env_switch"
+
 module Herd
   module Server
     # Before a worker forks the next mold, the database connections it
@@ -23,7 +25,7 @@ module Herd
 
       # @return [String, nil] what was released, for the log
       def release
-        return nil if ENV[SWITCH_ENV] == "0"
+        return nil if EnvSwitch.off?(ENV[SWITCH_ENV])
         return nil unless defined?(::ActiveRecord::Base) && ::ActiveRecord::Base.respond_to?(:connection_handler)
 
         pools = active_record_pools.select { |pool| pool.respond_to?(:connected?) ? pool.connected? : true }

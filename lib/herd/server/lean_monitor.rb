@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "rbconfig"
+require_relative "../env_switch"
 require_relative "ruby_gc_defaults"
 
 module Herd
@@ -143,9 +144,9 @@ module Herd
         # @return [String, nil] why this command cannot re-execute lean, nil if it can
         def ineligible(argv, env = ENV)
           return "already lean" if @state || env.key?(BOOT_ENV)
-          return "#{SWITCH_ENV}=0" if env[SWITCH_ENV] == "0"
+          return "#{SWITCH_ENV}=#{env[SWITCH_ENV]}" if EnvSwitch.off?(env[SWITCH_ENV])
           return FLAG if argv.include?(FLAG)
-          return "plain preload" if argv.include?("--no-subreaper") || env["HERD_NO_SUBREAPER"] == "1"
+          return "plain preload" if argv.include?("--no-subreaper") || EnvSwitch.on?(env["HERD_NO_SUBREAPER"])
           return "not Linux" unless RUBY_PLATFORM.include?("linux")
           return "RubyGems not loaded" unless defined?(::Gem)
           return "RUBYOPT requires more than bundler/setup" if other_requires?(env["RUBYOPT"])
