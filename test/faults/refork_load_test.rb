@@ -27,7 +27,7 @@ class FaultReforkLoadTest < Herd::Test
     (1..reforks).each do |round|
       generation = refork_by_usr2
       settle(generation)
-      counts[round] = [fds(@server.pid), child_titles(@server).size] if [2, reforks].include?(round)
+      counts[round] = [Herd::Procfs.fds(@server.pid), child_titles(@server).size] if [2, reforks].include?(round)
       @load.wait_for_requests(8)
     end
     requests = finish("#{reforks} USR2 reforks under load", reforks: reforks, monitor_fds: counts.values.map(&:first).join("->"))
@@ -40,12 +40,12 @@ class FaultReforkLoadTest < Herd::Test
     serve(config: "workers #{WORKERS}\nrefork_after [25]\n")
     @server.wait_for(/mold \(gen 6\), pid \d+ ready/, timeout: 60)
     settle(current_mold(@server)[0])
-    fds_before = fds(@server.pid)
+    fds_before = Herd::Procfs.fds(@server.pid)
     @server.wait_for(/mold \(gen 10\), pid \d+ ready/, timeout: 60)
     generation = current_mold(@server)[0]
     settle(generation)
-    finish("refork_after 25 under load", generations: generation, monitor_fds: "#{fds_before}->#{fds(@server.pid)}")
-    assert_equal fds_before, fds(@server.pid), "monitor descriptors after generation 6 and #{generation}"
+    finish("refork_after 25 under load", generations: generation, monitor_fds: "#{fds_before}->#{Herd::Procfs.fds(@server.pid)}")
+    assert_equal fds_before, Herd::Procfs.fds(@server.pid), "monitor descriptors after generation 6 and #{generation}"
   end
 
   def test_sigkill_of_the_mold_under_load_fails_no_request_and_a_new_mold_comes_back
@@ -90,10 +90,7 @@ class FaultReforkLoadTest < Herd::Test
   # Stops the load, reports, and asserts that nothing failed.
   # @return [Integer] requests sent
   def finish(name, **more)
-    requests = @load.stop
-    failures = requests.reject(&:ok?)
-    report(name, requests: requests.size, failures: failures.size, explained: 0, **more)
-    assert_empty failures.map(&:to_s), "failed requests (none may fail); log:\n#{log_tail(@server)}"
+    requests = stop_load(@load, @server, name, **more)
     assert_match(/200/, @server.get("/work/0/0").lines.first)
     requests.size
   end

@@ -68,7 +68,7 @@ class FaultSignalBurstTest < Herd::Test
     burst.each do |signal, pid|
       # A pid that died is not signalled again: it may be someone else's by now.
       next if gone[pid]
-      next gone[pid] = "before #{signal}" unless Herd::ServerHarness.alive?(pid) && in_group?(pid, @server.pid)
+      next gone[pid] = "before #{signal}" unless Herd::Procfs.alive?(pid) && Herd::Procfs.in_group?(pid, @server.pid)
 
       Process.kill(signal, pid)
       sleep(@random.rand(0.02))
@@ -79,16 +79,14 @@ class FaultSignalBurstTest < Herd::Test
     problems = [["worker", worker], ["mold", mold]].filter_map do |role, pid|
       death = @server.lines.dup.grep(/pid #{pid} (exited|was killed)/).first
       if death then "the #{role} (pid #{pid}) died of a signal meant for the monitor (gone #{gone[pid]}): #{death.strip}"
-      elsif state(pid) == "T" then "the #{role} (pid #{pid}) is stopped (TTIN/TTOU's default action)"
-      elsif !Herd::ServerHarness.alive?(pid) then "the #{role} (pid #{pid}) is gone"
+      elsif Herd::Procfs.state(pid) == "T" then "the #{role} (pid #{pid}) is stopped (TTIN/TTOU's default action)"
+      elsif !Herd::Procfs.alive?(pid) then "the #{role} (pid #{pid}) is gone"
       end
     end
     assert_empty problems, "log:\n#{log_tail(@server)}"
     # The worker serves again; the mold still forks workers.
-    deadline = now + 10
-    sleep 0.02 until @load.requests.dup.any? { |request| request.pid == worker && request.started > burst_started } || now > deadline
-    assert(@load.requests.dup.any? { |request| request.pid == worker && request.started > burst_started },
-      "worker pid #{worker} served no request in 10 s after the burst (state #{state(worker).inspect})")
+    served = Herd::Waiting.poll(timeout: 10) { @load.requests.dup.any? { |request| request.pid == worker && request.started > burst_started } }
+    assert served, "worker pid #{worker} served no request in 10 s after the burst (state #{Herd::Procfs.state(worker).inspect})"
     mark = @server.mark
     @server.signal("TTIN")
     @server.wait_for(/worker #{WORKERS} \(gen #{generation}\), pid \d+ ready/, after: mark)
@@ -109,7 +107,7 @@ class FaultSignalBurstTest < Herd::Test
   end
 
   def assert_monitor_alive(what)
-    status = monitor_exited(@server)
+    status = @server.exited
     return unless status
 
     flunk "the monitor died #{what}: #{status.inspect}; log:\n#{log_tail(@server)}"
@@ -187,13 +185,10 @@ class FaultSignalBurstTest < Herd::Test
 
   # Stops the load, asserts that no request failed, then QUIT: everything stops.
   def finish(name, **more)
-    requests = @load.stop
-    failures = requests.reject(&:ok?)
-    report(name, requests: requests.size, failures: failures.size, explained: 0, **more)
-    assert_empty failures.map(&:to_s), "failed requests (none may fail); log:\n#{log_tail(@server)}"
+    stop_load(@load, @server, name, **more)
     @server.signal("QUIT")
     assert_equal 0, @server.wait.exitstatus, log_tail(@server)
     @server.wait_for(/monitor: stopped/)
-    assert_empty processes_left(@server), "processes left in herd's process group after QUIT"
+    assert_empty @server.processes_left, "processes left in herd's process group after QUIT"
   end
 end

@@ -83,13 +83,8 @@ class FaultWorkerKillTest < Herd::Test
   end
 
   def wait_for_workers
-    deadline = now + 20
-    loop do
-      workers = live_workers(@server)
-      return workers if workers.size == WORKERS
-      flunk "#{WORKERS} workers never came back; log:\n#{log_tail(@server)}" if now > deadline
-
-      sleep 0.01
+    Herd::Waiting.wait_until("#{WORKERS} workers back", interval: 0.01, detail: -> { "log:\n#{log_tail(@server)}" }) do
+      live_workers(@server).then { |workers| workers if workers.size == WORKERS }
     end
   end
 

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "support/file_logged_server"
+require "support/server_harness"
 
 # Workers and molds that end gracefully run the app's at_exit hooks, then
 # finish with exit! (ProcessExit's fast finish) instead of Ruby's walk over
@@ -28,11 +28,11 @@ class ServerFastExitTest < Herd::Test
   end
 
   def test_a_worker_the_app_exits_and_a_server_stopped_with_QUIT_run_at_exit_hooks_and_skip_the_heap_walk
-    @server = Herd::FileLoggedServer.new(app: APP, config: "workers 1")
-    @server.ready(1)
-    first = Integer(@server.get("/"))
+    @server = Herd::ServerHarness.new(app: APP, config: "workers 1", logs: {out: "app.log", err: "herd.log"})
+    @server.wait_for(/ready: 1 workers/)
+    first = Integer(@server.body("/"))
     begin
-      @server.get("/exit")
+      @server.body("/exit")
     rescue Minitest::Assertion, SystemCallError
       nil # the worker left without answering
     end
@@ -52,6 +52,6 @@ class ServerFastExitTest < Herd::Test
 
   def wait_for_new_worker(old)
     @server.wait_for(/worker 0 \(gen 0\), pid (?!#{old}\b)\d+ ready/)
-    @server.get("/")
+    @server.body("/")
   end
 end

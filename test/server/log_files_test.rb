@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "support/file_logged_server"
+require "support/server_harness"
 
 # Logs as a service manager keeps them: stdout and stderr in files, and
 # logrotate's USR1.
@@ -17,6 +17,8 @@ class ServerLogFilesTest < Herd::Test
       [200, {"content-type" => "text/plain"}, ["\#{Process.pid}"]]
     }
   RUBY
+  # Where the spawn (a shell's `>> file`) or herd's stdout_path/stderr_path puts each stream.
+  FILES = {out: "app.log", err: "herd.log"}.freeze
 
   def self.test_timeout
     90
@@ -27,13 +29,13 @@ class ServerLogFilesTest < Herd::Test
   end
 
   def test_no_line_is_lost_when_workers_retire_stop_or_leave_and_at_exit_hooks_run
-    @server = Herd::FileLoggedServer.new(app: LINES_APP, config: "workers 2\nshutdown_timeout 10")
-    @server.ready(2)
+    @server = Herd::ServerHarness.new(app: LINES_APP, config: "workers 2\nshutdown_timeout 10", logs: FILES)
+    @server.wait_for(/ready: 2 workers/)
     sent = []
     served_by = Hash.new(0)
     request = lambda do |tag|
       sent << "/#{tag}"
-      served_by[Integer(@server.get("/#{tag}"))] += 1
+      served_by[Integer(@server.body("/#{tag}"))] += 1
     end
     10.times { |n| request.call("before-ttou-#{n}") }
     @server.signal("TTOU") # worker 1 finishes and exits
@@ -62,10 +64,10 @@ class ServerLogFilesTest < Herd::Test
   end
 
   def test_TERM_to_a_worker_loses_no_line_and_runs_no_at_exit_hook
-    @server = Herd::FileLoggedServer.new(app: LINES_APP, config: "workers 1")
-    @server.ready(1)
-    worker = Integer(@server.get("/one"))
-    @server.get("/two")
+    @server = Herd::ServerHarness.new(app: LINES_APP, config: "workers 1", logs: FILES)
+    @server.wait_for(/ready: 1 workers/)
+    worker = Integer(@server.body("/one"))
+    @server.body("/two")
     @server.signal("TERM", worker)
     @server.wait_for(/worker 0 \(gen 0\), pid #{worker} exited with status 0/)
     log = File.read(@server.path("app.log"))
@@ -75,10 +77,10 @@ class ServerLogFilesTest < Herd::Test
   end
 
   def test_logrotate_renames_the_files_and_USR1_makes_every_process_write_to_new_ones
-    @server = Herd::FileLoggedServer.new(app: LINES_APP, redirect: false,
+    @server = Herd::ServerHarness.new(app: LINES_APP, logs: FILES, redirect: false,
       config: "workers 2\nstdout_path 'app.log'\nstderr_path 'herd.log'")
-    @server.ready(2)
-    4.times { |n| @server.get("/old-#{n}") }
+    @server.wait_for(/ready: 2 workers/)
+    4.times { |n| @server.body("/old-#{n}") }
     # What logrotate does: rename, then `postrotate kill -USR1 $(cat herd.pid)`.
     File.rename(@server.path("app.log"), @server.path("app.log.1"))
     File.rename(@server.path("herd.log"), @server.path("herd.log.1"))
@@ -88,7 +90,7 @@ class ServerLogFilesTest < Herd::Test
     # Workers reopen between requests: each is idle, so at once.
     @server.wait_for(/worker 0 \(gen 0\): reopened/)
     @server.wait_for(/worker 1 \(gen 0\): reopened/)
-    4.times { |n| @server.get("/new-#{n}") }
+    4.times { |n| @server.body("/new-#{n}") }
     @server.signal("QUIT")
     @server.wait
 
@@ -104,9 +106,9 @@ class ServerLogFilesTest < Herd::Test
   end
 
   def test_the_pidfile_names_the_monitor_and_goes_away_with_it
-    @server = Herd::FileLoggedServer.new(app: LINES_APP, config: "workers 1")
-    @server.ready(1)
-    assert_equal @server.pid, @server.pidfile_pid
+    @server = Herd::ServerHarness.new(app: LINES_APP, config: "workers 1\npidfile 'herd.pid'", logs: FILES)
+    @server.wait_for(/ready: 1 workers/)
+    assert_equal @server.pid, Integer(File.read(@server.path("herd.pid")))
     second = Open3.capture3(RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "herd"), "serve",
       "config.ru", "-c", "herd.rb", "-l", "127.0.0.1:0", chdir: @server.dir)
     assert_equal 1, second[2].exitstatus

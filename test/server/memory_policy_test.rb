@@ -28,7 +28,7 @@ class ServerMemoryPolicyTest < Herd::ControlServerTest
     response = nil
     @holder = Thread.new { response = @server.get("/grow?mb=64&hold") }
     @server.wait_for(/worker 0 \(gen 0\), pid #{pid}: USS [\d.]+ MiB is over worker_memory_limit 40 MiB; it finishes its request and is replaced/)
-    assert Herd::ServerHarness.alive?(Integer(pid)), "still serving its request"
+    assert Herd::Procfs.alive?(Integer(pid)), "still serving its request"
     release_held_requests
     @holder.join(10)
     assert_match(/\AHTTP\/1\.1 200.*pid=#{pid} hog=64/m, response)
@@ -49,7 +49,7 @@ class ServerMemoryPolicyTest < Herd::ControlServerTest
     @holder = Thread.new { response = @server.get("/grow?mb=64&hold") }
     @server.wait_for(/worker 0 \(gen 0\), pid #{pid}: USS [\d.]+ MiB is over worker_memory_limit 40 MiB; its replacement is forked first/)
     @server.wait_for(/worker 0 \(gen 0\), pid (?!#{pid})\d+ ready/)
-    assert Herd::ServerHarness.alive?(Integer(pid)), "still serving its request"
+    assert Herd::Procfs.alive?(Integer(pid)), "still serving its request"
     release_held_requests
     @holder.join(10)
     assert_match(/\AHTTP\/1\.1 200.*pid=#{pid} hog=64/m, response)

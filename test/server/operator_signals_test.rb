@@ -30,7 +30,7 @@ class ServerOperatorSignalsTest < Herd::Test
     @server.wait_for(/monitor: USR1: reopened no file/)
     %w[ALRM PWR XCPU].each { |name| @server.wait_for(/monitor: SIG#{name} ignored/) }
     assert_match(/200 OK/, @server.get("/after"))
-    assert Herd::ServerHarness.alive?(@server.pid)
+    assert Herd::Procfs.alive?(@server.pid)
   end
 
   def test_a_child_never_dies_of_a_signal_meant_for_the_monitor
@@ -46,7 +46,7 @@ class ServerOperatorSignalsTest < Herd::Test
       @server.wait_for(/mold \(gen 0\): SIG#{name} ignored/)
     end
     assert_includes @server.get("/again"), "pid=#{worker} "
-    assert Herd::ServerHarness.alive?(mold)
+    assert Herd::Procfs.alive?(mold)
     refute_match(/exited|killed/, @server.lines.join)
   end
 

@@ -36,9 +36,9 @@ class ServerProcessModelTest < Herd::Test
     children = @server.descendants
     Process.kill(:KILL, @server.pid)
     @server.wait
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-    sleep 0.02 while children.any? { |pid| Herd::ServerHarness.alive?(pid) } && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-    assert children.none? { |pid| Herd::ServerHarness.alive?(pid) }, "left behind: #{children.select { |pid| Herd::ServerHarness.alive?(pid) }}"
+    Herd::Waiting.wait_until("the children gone", timeout: 10, detail: -> { "left behind: #{children.select { |pid| Herd::Procfs.alive?(pid) }}" }) do
+      children.none? { |pid| Herd::Procfs.alive?(pid) }
+    end
   end
 
   {"on the scoreboard" => {}, "over its link (no scoreboard slot)" => {"HERD_SCOREBOARD_SLOTS" => "0"}}.each do |how, env|

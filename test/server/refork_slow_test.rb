@@ -25,7 +25,7 @@ class ServerReforkSlowTest < Herd::Test
       # leaves once it is ready, and its link with it.
       @server.wait_for(/worker 0 \(gen #{generation - 1}\), pid \d+ exited with status 0/)
       @server.wait_for(/mold \(gen #{generation - 1}\), pid \d+ exited with status 0/)
-      counts[generation] = [fds(@server.pid), fds(mold)] if [5, 100].include?(generation)
+      counts[generation] = [Herd::Procfs.fds(@server.pid), Herd::Procfs.fds(mold)] if [5, 100].include?(generation)
     end
     assert_equal counts[5], counts[100], "monitor and mold descriptor counts after 5 and 100 reforks"
   end
@@ -48,11 +48,5 @@ class ServerReforkSlowTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
     @server.wait_for(/mold \(gen 2\), pid \d+ ready/)
     @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
-  end
-
-  private
-
-  def fds(pid)
-    Dir.children("/proc/#{pid}/fd").size
   end
 end

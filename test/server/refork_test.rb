@@ -21,7 +21,7 @@ class ServerReforkTest < Herd::Test
     tree = Herd::Memory::ProcessTree.new
     # Not zombies: the middle process of a mold's double fork may not be
     # reaped yet when the worker it forked reports ready.
-    @server.descendants.select { |pid| Herd::ServerHarness.alive?(pid) }
+    @server.descendants.select { |pid| Herd::Procfs.alive?(pid) }
       .map { |pid| [tree.ppid(pid), tree.title(pid).sub(/ requests=\d+/, "")] }
   end
 
@@ -322,7 +322,7 @@ class ServerReforkTest < Herd::Test
       assert_equal 0, @server.wait.exitstatus
       @server.wait_for(/#{signal}: graceful stop/)
       @server.wait_for(/monitor: stopped/)
-      assert_empty processes_left, "processes left in herd's process group"
+      assert_empty @server.processes_left, "processes left in herd's process group"
     end
   end
 
@@ -348,29 +348,5 @@ class ServerReforkTest < Herd::Test
     @server.wait_for(/mold \(gen 0\), pid \d+ exited with status 0/)
     assert_equal [[@server.pid, "herd mold (gen 1)"], [@server.pid, "herd worker 0 (gen 1)"]], titles.sort
     assert_match(/200/, @server.get("/").lines.first)
-  end
-
-  private
-
-  def fds(pid)
-    Dir.children("/proc/#{pid}/fd").size
-  end
-
-  # Pids still in the monitor's process group (every herd process is), once
-  # they had a moment to go: the monitor waits for its children, so none.
-  def processes_left
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 5
-    loop do
-      left = Dir.children("/proc").grep(/\A\d+\z/).map(&:to_i).select { |pid| in_group?(pid) }
-      return left if left.empty? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-      sleep 0.05
-    end
-  end
-
-  def in_group?(pid)
-    Process.getpgid(pid) == @server.pid
-  rescue Errno::ESRCH
-    false
   end
 end

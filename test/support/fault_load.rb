@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "socket"
+require "herd/clock"
 
 module Herd
   # A load generator for the fault-injection suite: a few client threads,
@@ -41,10 +42,6 @@ module Herd
       @stop = false
     end
 
-    def self.now
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    end
-
     def start
       @threads = Array.new(@clients) { |client| Thread.new { run(client) } }
       self
@@ -61,8 +58,8 @@ module Herd
     # Blocks until `count` more requests completed (or the deadline).
     def wait_for_requests(count, timeout: 20)
       target = completed + count
-      deadline = self.class.now + timeout
-      sleep 0.01 while completed < target && self.class.now < deadline
+      deadline = Clock.now + timeout
+      sleep 0.01 while completed < target && Clock.now < deadline
       completed >= target
     end
 
@@ -87,15 +84,15 @@ module Herd
 
     def one(id, client)
       path = @path.call(id)
-      started = self.class.now
+      started = Clock.now
       request = Request.new(id: id, client: client, path: path, started: started)
       socket = Socket.tcp("127.0.0.1", @port, connect_timeout: 5)
       socket.write("GET #{path} HTTP/1.1\r\nHost: localhost\r\n\r\n")
       response = read_all(socket)
-      request.ended = self.class.now
+      request.ended = Clock.now
       judge(request, response)
     rescue SystemCallError, IOError, SocketError => e
-      request.ended = self.class.now
+      request.ended = Clock.now
       request.error = "#{e.class}: #{e.message}"
       request
     ensure
@@ -104,13 +101,13 @@ module Herd
 
     def read_all(socket)
       response = +""
-      deadline = self.class.now + READ_TIMEOUT
+      deadline = Clock.now + READ_TIMEOUT
       loop do
         chunk = socket.read_nonblock(16_384, exception: false)
         case chunk
         when nil then return response
         when :wait_readable
-          remaining = deadline - self.class.now
+          remaining = deadline - Clock.now
           raise IOError, "no complete response within #{READ_TIMEOUT}s" if remaining <= 0
 
           socket.wait_readable(remaining)

@@ -1,7 +1,10 @@
 # frozen_string_literal: true
 
-require "support/server_harness"
+require "herd/clock"
 require "support/fault_load"
+require "support/procfs"
+require "support/server_harness"
+require "support/waiting"
 
 module Herd
   # What the fault-injection tests of `herd serve` share: an app that records
@@ -33,14 +36,14 @@ module Herd
     module_function
 
     def now
-      FaultLoad.now
+      Clock.now
     end
 
     # @return [Hash{Integer => Hash}] pid => {number:, generation:} of every
     #   worker the log says is ready and has not exited
     def live_workers(server)
       workers = {}
-      server.lines.dup.each do |line|
+      server.lines.each do |line|
         if (match = line.match(WORKER_READY))
           workers[Integer(match[3])] = {number: Integer(match[1]), generation: Integer(match[2])}
         elsif (match = line.match(GONE))
@@ -54,7 +57,7 @@ module Herd
     #   mold the log says is ready and has not exited
     def current_mold(server)
       molds = {}
-      server.lines.dup.each do |line|
+      server.lines.each do |line|
         if (match = line.match(MOLD_READY))
           molds[Integer(match[2])] = Integer(match[1])
         elsif (match = line.match(GONE))
@@ -85,14 +88,10 @@ module Herd
       app_records(server).values.select { |record| record.ended.nil? }.map(&:pid).uniq
     end
 
-    def fds(pid)
-      Dir.children("/proc/#{pid}/fd").size
-    end
-
     # @return [Array<String>] titles of the monitor's live children
     def child_titles(server)
       tree = Memory::ProcessTree.new
-      server.descendants.select { |pid| ServerHarness.alive?(pid) && tree.ppid(pid) == server.pid }
+      server.descendants.select { |pid| Procfs.alive?(pid) && tree.ppid(pid) == server.pid }
         .filter_map { |pid| tree.title(pid)&.sub(/ requests=\d+/, "") }.sort # nil: gone since listed
     end
 
@@ -100,76 +99,46 @@ module Herd
     # `workers` workers, every one alive and not stopped.
     # @return [Array<String>] the titles last seen
     def wait_for_tree(server, workers:, timeout: 20)
-      deadline = now + timeout
-      loop do
+      titles = nil
+      Waiting.poll(timeout: timeout, interval: 0.05) do
         titles = child_titles(server)
-        return titles if titles.count { |title| title.start_with?("herd worker") } == workers &&
+        titles.count { |title| title.start_with?("herd worker") } == workers &&
           titles.count { |title| title.start_with?("herd mold") } == 1 && live_workers(server).size == workers
-        return titles if now > deadline
-
-        sleep 0.05
       end
+      titles
     end
 
     # Waits until the tree is one mold (of `generation` or newer) and
     # `workers` workers of that mold's generation: old ones rolled over and
     # gone, every process alive and not stopped.
     def settle(server, workers:, generation: 0, timeout: 30)
-      deadline = now + timeout
-      loop do
+      titles = nil
+      Waiting.wait_until("the tree settling on #{workers} workers of generation #{generation} or newer", timeout: timeout,
+        detail: -> { "#{titles}; log:\n#{log_tail(server)}" }) do
         live = live_workers(server)
         mold = current_mold(server)
         titles = child_titles(server)
-        settled = mold && mold.first >= generation && live.size == workers &&
+        mold && mold.first >= generation && live.size == workers &&
           live.values.all? { |worker| worker[:generation] == mold.first } && titles.size == workers + 1 &&
-          server.descendants.none? { |pid| state(pid) == "T" }
-        return titles if settled
-        if now > deadline
-          raise Minitest::Assertion, "the tree did not settle on #{workers} workers of generation #{generation} or newer: " \
-            "#{titles}; log:\n#{log_tail(server)}"
-        end
-
-        sleep 0.02
+          server.descendants.none? { |pid| Procfs.state(pid) == "T" }
       end
-    end
-
-    # @return [String, nil] the process state letter (R, S, T, Z...) from /proc
-    def state(pid)
-      File.read("/proc/#{pid}/stat").split(") ").last.split.first
-    rescue Errno::ENOENT, Errno::ESRCH
-      nil
-    end
-
-    # Pids still in the monitor's process group (every herd process is) once
-    # they had up to `timeout` seconds to go.
-    def processes_left(server, timeout: 5)
-      deadline = now + timeout
-      loop do
-        left = Dir.children("/proc").grep(/\A\d+\z/).map(&:to_i).select { |pid| in_group?(pid, server.pid) }
-        return left if left.empty? || now > deadline
-
-        sleep 0.05
-      end
-    end
-
-    def in_group?(pid, group)
-      Process.getpgid(pid) == group
-    rescue Errno::ESRCH
-      false
-    end
-
-    # @return [Process::Status, nil] the monitor's status if it has exited
-    def monitor_exited(server)
-      _, status = Process.waitpid2(server.pid, Process::WNOHANG)
-      if status
-        server.instance_variable_set(:@status, status) # cleanup must not wait for it again
-      end
-      status
+      titles
     end
 
     # The last lines of the server's log, for failure messages.
     def log_tail(server, count = 40)
       server.lines.last(count).join
+    end
+
+    # Stops the load, prints its summary line, and fails the test if any
+    # request failed (none may).
+    # @return [Array<FaultLoad::Request>] every request sent
+    def stop_load(load, server, name, **more)
+      requests = load.stop
+      failures = requests.reject(&:ok?)
+      report(name, requests: requests.size, failures: failures.size, explained: 0, **more)
+      assert_empty failures.map(&:to_s), "failed requests (none may fail); log:\n#{log_tail(server)}"
+      requests
     end
 
     # One summary line per test, on stdout.
