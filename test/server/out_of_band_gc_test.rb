@@ -126,21 +126,23 @@ class OutOfBandGCTest < Herd::Test
     @gc.allocated = 1_000
     assert @oob.between_requests
     @gc.need_major_by = nil
-    5.times do |i|
-      @gc.allocated = 1_000 * (i + 2)
-      assert @oob.between_requests
-    end
+    assert_collects_each_budget(5, from: 2)
     refute @oob.stood_down?
   end
 
   # Ruby 3.1's GC.latest_gc_info has no :need_major_by: it never stops there.
   def assert_it_never_stops
     @gc.need_major_by = :nofree
-    5.times do |i|
-      @gc.allocated = 1_000 * (i + 1)
+    assert_collects_each_budget(5, from: 1)
+    refute @oob.stood_down?
+  end
+
+  # `count` budgets of 1,000 allocations, each followed by a GC of ours.
+  def assert_collects_each_budget(count, from:)
+    count.times do |i|
+      @gc.allocated = 1_000 * (from + i)
       assert @oob.between_requests
     end
-    refute @oob.stood_down?
   end
 
   # For real: the app reads GC.count at the end of a request and at the
