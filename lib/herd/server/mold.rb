@@ -171,39 +171,19 @@ module Herd
       end
 
       # A mold's heap is the template of every worker: promote young objects,
-      # and compact when its lineage has not (`compact: :auto`,
-      # {LastCompaction}), so that free slots end up in pages a worker can
-      # take without copying shared ones. The booted mold compacts, and the
-      # molds promoted after it compact only once the live objects grew 10%:
-      # their heap descends from a compacted one, and compacting it again
-      # wrote every page of it for 0.4 MiB per worker (on bench/rails's app
-      # 12,000 copy-on-write faults and 1.1 s of CPU under load).
-      # Measured on bench/rails, time-averaged Σ PSS: every mold compacting,
-      # 119.9-122.7 MiB; only the first promoted one, 118.6-118.7
-      # (rails-compact-auto.md); the booted one instead, 109.4-110.9 against
-      # 117.3-118.2, peak 201-216 against 245-248 (rails-compact-boot.md):
-      # the first refork then prepares in a fraction of the time, and the
-      # first generation shares more. The
-      # booted mold's compaction moves objects it shares with the monitor,
-      # which the lean monitor keeps few (+0.5 MiB of monitor PSS on
-      # bench/cow, cow-compact-boot.md; +4 MiB before it).
-      # Filling free slots, which helps
-      # the pool, hurts here: a promoted mold filled 578k slots and every
-      # worker then grew its own pages (lazy app: 465 MiB filled, 200 MiB compacted).
-      # Sealing malloc's free chunks, last, keeps workers' mallocs out of
-      # shared pages (Pitchfork's benchmark: 340 -> 257 MiB).
+      # compact when its lineage has not (`compact: :auto`, {LastCompaction}:
+      # compacting a heap that descends from a compacted one writes every
+      # page for little) and seal malloc's free chunks last, so that workers'
+      # new objects and mallocs land outside the pages they share. Free slots
+      # are not filled here: each worker would then grow pages of its own.
+      # The runs behind each choice: docs/REFORKING.md, "What a refork
+      # costs, step by step".
       #
-      # The GCs run at `prepare_heap nice:` (10 unless set, Config#heap_nice),
-      # in a thread of their own ({LowPriority}): a promoted or reloaded
-      # mold prepares while the current generation serves, and its second
-      # or so of CPU (1.5 s on bench/rails's app, most of it copy-on-write
-      # faults of the compaction) otherwise comes out of the workers' share
-      # of the cores. The price: on a saturated machine the preparation
-      # waits for spare CPU and the new mold holds its copy that much
-      # longer (bench/rails's time-averaged memory rose from 120 to 159-163
-      # MiB on one VM; docs/REFORKING.md, "Priority"). The preparation may
-      # take long either way, so it gets three spawn_timeouts of its own
-      # (Deadlines#preparing).
+      # The GCs run at `prepare_heap nice:` in a thread of their own
+      # ({LowPriority}), so that a mold preparing during a refork takes the
+      # CPU the serving workers leave (docs/REFORKING.md, "Priority"); the
+      # preparation may then take long, so it gets three spawn_timeouts of
+      # its own (Deadlines#preparing).
       def prepare_heap
         option = config.prepare_heap
         return unless option
@@ -218,9 +198,9 @@ module Herd
       # workers are the next mold's candidates, and what they malloc while
       # warming up (method caches, memoized data) belongs in the holes the
       # boot left, not in fresh memory behind sealed ones. That mold only
-      # gives the free chunks' whole pages back; the promoted worker then is
-      # as compact as one process warmed in one go, and the next molds seal
-      # (bench/cow, constant-cache app: gen-1 mold 220 -> 215 MiB RSS).
+      # gives the free chunks' whole pages back, so the worker promoted next
+      # is as compact as one process warmed in one go (docs/COPY_ON_WRITE.md,
+      # "malloc's free chunks").
       def malloc_release
         (@separate && !@promoted && config.refork_after) ? {trim_malloc: true} : {seal_malloc: true}
       end

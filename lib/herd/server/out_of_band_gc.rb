@@ -6,38 +6,21 @@ module Herd
     # the mold's pages.
     #
     # A worker's new objects land in the free slots it inherited from the
-    # mold, and each slot it fills copies the shared page it lies in. Ruby
-    # collects only once those free slots run out, and a mold forked from a
-    # warmed worker may hold a million of them (the garbage of the warm-up,
-    # packed at the end of the heap by compaction): every worker then copies
-    # tens of MiB of them before its first GC. Collecting after a fixed
+    # mold, and each slot it fills copies the shared page it lies in; Ruby
+    # collects only once those free slots run out. Collecting after a fixed
     # number of allocations keeps a worker's garbage in the pages it already
-    # copied (bench/cow, lazy app: 34 -> 7 MiB private per worker with
-    # 100,000). When fewer free slots than that remain, Ruby's own GC is due
-    # soon anyway and nothing is done: an app that allocates little never
-    # pays for a GC it would not have run. (Room counts free slots and
-    # the pages Ruby may still add without a GC: garbage in new pages is
-    # no copy, but it is memory all the same.)
+    # copied. When fewer free slots than that remain (counting the pages
+    # Ruby may still add), Ruby's own GC is due soon anyway and nothing is
+    # done. The runs behind the defaults: docs/COPY_ON_WRITE.md, "A worker's
+    # garbage" and "What a Rails worker's memory is made of".
     # @api private
     class OutOfBandGC
-      # Allocations between two GCs by default: about 0.4 MiB of garbage
-      # slots per worker, plus what those objects malloc'd. A Rails app
-      # (bench/rails: 1,900 objects per request) never reached the old
-      # 100,000: Ruby's own GC came first, every 65,000 allocations (the
-      # free slots a promoted mold leaves), and each worker kept that much
-      # garbage spread over pages it copied from the mold: 10.9 MiB of its
-      # own, 3.4 in object pages and 3.2 in new malloc memory. With 10,000:
-      # 5.1 MiB, for a GC every 5-6 requests (1.6 ms each, 0.28 ms per
-      # request instead of 0.07; docs/COPY_ON_WRITE.md,
-      # "What a Rails worker's memory is made of").
+      # Allocations between two GCs by default: a few requests of a Rails
+      # app, so its garbage stays in a few pages.
       DEFAULT_OBJECTS = 10_000
-      # Requests between two of our GCs at least. A minor GC costs about
-      # the same whatever it frees (it sweeps every page), so an app that
-      # allocates more than the budget in one request would otherwise
-      # collect after every one: bench/cow's lazy app (30,000 objects per
-      # request) 2.9-3.4 ms of GC per request instead of 1.0. Four keeps
-      # such apps where the 100,000 budget had them (a GC every 4 requests)
-      # and does not bind below 2,500 objects per request.
+      # Requests between two of our GCs at least: a minor GC costs about the
+      # same whatever it frees, so an app that allocates more than the budget
+      # per request must not collect after every one.
       MIN_REQUESTS = 4
       # Ruby <= 3.3 counts the pages it may still add before its next GC.
       SLOTS_PER_PAGE = GC::INTERNAL_CONSTANTS.fetch(:HEAP_PAGE_OBJ_LIMIT, 409)
