@@ -11,12 +11,17 @@
 # log said last before the kill, the processes still alive 2 s after it (pid,
 # state, title), and whether the port could be bound again by then.
 
+$LOAD_PATH.unshift File.expand_path("..", __dir__) # test/, for support/
 require "json"
 require "rbconfig"
 require "socket"
 require "tmpdir"
 require "fileutils"
+require "herd/clock"
 require "herd/linux"
+require "herd/memory"
+require "support/procfs"
+require "support/server_process"
 
 module Herd
   class FaultRunner
@@ -48,68 +53,41 @@ module Herd
     private
 
     def now
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      Clock.now
     end
 
     def round(moment, delay)
-      start_server
+      # In this process's group, which the test kills whole if this process is stuck.
+      @server = ServerProcess.new([RbConfig.ruby, "-I", File.join(@root, "lib"), File.join(@root, "exe", "herd"), "serve",
+        "config.ru", "-l", "127.0.0.1:0", "-w", @workers.to_s], dir: @dir, pgroup: false, timeout: 30)
       port = prepare(moment, delay)
-      before_kill = @lines.size
-      Process.kill(:KILL, @pid)
+      lines = @server.lines
+      @server.signal(:KILL)
       killed_at = now
-      Process.wait(@pid)
+      @server.wait(log: false) # what survived the monitor is watched, not waited for
       left, port_free, clean_after, port_after = watch(port, killed_at)
-      {moment: moment, delay: delay, port: port, last_line: @lines[before_kill - 1]&.chomp&.sub(/\A\S+ /, ""),
-       phase: phase(moment, @lines.first(before_kill)),
-       left: left, port_free: port_free, clean_after: clean_after, port_free_after: port_after,
-       log: (left.empty? && port_free) ? nil : @lines.last(25).map(&:chomp)}
+      {moment: moment, delay: delay, port: port, last_line: lines.last&.chomp&.sub(/\A\S+ /, ""),
+       phase: phase(moment, lines), left: left, port_free: port_free, clean_after: clean_after, port_free_after: port_after,
+       log: (left.empty? && port_free) ? nil : @server.lines.last(25).map(&:chomp)}
     ensure
       kill_everything_left
-      @follower&.join(2)
-    end
-
-    def start_server
-      @lines = []
-      reader, writer = IO.pipe
-      lib = File.join(@root, "lib")
-      @pid = Process.spawn(RbConfig.ruby, "-I", lib, File.join(@root, "exe", "herd"), "serve", "config.ru",
-        "-l", "127.0.0.1:0", "-w", @workers.to_s, chdir: @dir, out: writer, err: writer, in: File::NULL)
-      writer.close
-      @follower = Thread.new do
-        reader.each_line { |line| @lines << line }
-      ensure
-        reader.close
-      end
     end
 
     # Waits for the moment, then `delay` seconds.
     # @return [Integer] the server's port
     def prepare(moment, delay)
-      port = Integer(wait_for(LISTENING)[1])
+      port = Integer(@server.wait_for(LISTENING)[1])
       unless moment == "boot"
-        wait_for(READY)
+        @server.wait_for(READY)
         case moment
-        when "spawn" then Process.kill(:TTIN, @pid)
-        when "refork" then Process.kill(:USR2, @pid)
+        when "spawn" then @server.signal(:TTIN)
+        when "refork" then @server.signal(:USR2)
         when "idle" then nil
         else raise ArgumentError, "unknown moment #{moment}"
         end
       end
       sleep delay
       port
-    end
-
-    def wait_for(pattern, timeout: 30)
-      deadline = now + timeout
-      loop do
-        @lines.each do |line|
-          match = line.match(pattern)
-          return match if match
-        end
-        raise "no log line matched #{pattern.inspect}; log:\n#{@lines.join}" if now > deadline || !@follower.alive?
-
-        sleep 0.005
-      end
     end
 
     # What the server was doing when it was killed, from its log.
@@ -167,35 +145,15 @@ module Herd
       socket&.close
     end
 
-    # @return [Array<Integer>] our live descendants (zombies not counted)
+    # @return [Array<Integer>] our live descendants (zombies not counted),
+    #   orphans reparented to us included
     def descendants
-      parents = {}
-      states = {}
-      Dir.children("/proc").each do |entry|
-        next unless entry.match?(/\A\d+\z/)
-
-        fields = File.read("/proc/#{entry}/stat").split(") ").last.split
-        states[Integer(entry)] = fields[0]
-        parents[Integer(entry)] = Integer(fields[1])
-      rescue Errno::ENOENT, Errno::ESRCH
-        nil
-      end
-      found = []
-      frontier = [Process.pid]
-      until frontier.empty?
-        children = parents.select { |_, ppid| frontier.include?(ppid) }.keys
-        found.concat(children)
-        frontier = children
-      end
-      found.reject { |pid| states[pid] == "Z" }
+      Memory::ProcessTree.new.descendants(Process.pid).select { |pid| Procfs.alive?(pid) }
     end
 
     def describe(pid)
-      stat = File.read("/proc/#{pid}/stat").split(") ").last.split
-      title = File.read("/proc/#{pid}/cmdline").tr("\0", " ").strip
-      {pid: pid, state: stat[0], ppid: Integer(stat[1]), title: title}
-    rescue Errno::ENOENT, Errno::ESRCH
-      nil
+      stat = Procfs.stat(pid) or return nil
+      {pid: pid, state: stat[0], ppid: Integer(stat[1]), title: Memory::ProcessTree.new.title(pid)}
     end
 
     # Our descendants only: after the report, nothing of this round may

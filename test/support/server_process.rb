@@ -138,7 +138,7 @@ module Herd
     # @return [Process::Status]
     # @raise [Minitest::Assertion] when it runs past `timeout`
     def wait(timeout: @timeout, log: true)
-      status = Waiting.wait_until("#{@pid} exiting", timeout: timeout, detail: -> { "log:\n#{lines.join}" }) { exited }
+      status = Waiting.wait_until("#{@pid} exiting", timeout: timeout, interval: 0.005, detail: -> { "log:\n#{lines.join}" }) { exited }
       @log.finish if log
       status
     end
@@ -198,10 +198,10 @@ module Herd
       @log = FileLog.new(path(@logs.fetch(:err)), ended: -> { !exited.nil? })
     end
 
-    # Listed while the tree is whole: once the spawned process is gone, its
-    # orphans are nobody's descendants, though still in its group.
     def kill_everything(timeout)
-      leftovers = exited ? [] : descendants
+      # Without a group, listed while the tree is whole: once the spawned
+      # process is gone, its orphans are nobody's descendants.
+      leftovers = (@pgroup || exited) ? [] : descendants
       kill(:KILL, @pgroup ? -@pid : @pid) unless exited
       Waiting.wait_until("#{@pid} reaped after SIGKILL", timeout: timeout) { exited }
       Waiting.wait_until("every process of #{@pid} gone after SIGKILL", timeout: timeout, detail: -> { left(leftovers).inspect }) do
