@@ -57,21 +57,13 @@ class ServerNginxTest < Herd::Test
         "  fastcgi_temp_path #{@nginx_dir}/fcgi;\n  uwsgi_temp_path #{@nginx_dir}/uwsgi;\n  scgi_temp_path #{@nginx_dir}/scgi;")
     conf = "user root;\n#{conf}" if Process.uid.zero? # the workers must reach herd's socket in our tmpdir
     File.write(File.join(@nginx_dir, "nginx.conf"), conf)
-    @nginx = Process.spawn(@nginx_bin, "-p", @nginx_dir, "-c", File.join(@nginx_dir, "nginx.conf"), "-g", "daemon off;",
-      err: File.join(@nginx_dir, "error.log"), pgroup: true)
-    wait_for_port(port)
-    port
-  end
-
-  def wait_for_port(port)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 15
-    begin
-      TCPSocket.new("127.0.0.1", port).close
-    rescue Errno::ECONNREFUSED
-      flunk "nginx did not start: #{File.read(File.join(@nginx_dir, "error.log"))}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      sleep 0.02
-      retry
+    @nginx = Herd::ServerProcess.new([@nginx_bin, "-p", @nginx_dir, "-c", File.join(@nginx_dir, "nginx.conf"), "-g", "daemon off;"],
+      dir: @nginx_dir, logs: {out: "stdout.log", err: "error.log"})
+    # nginx logs no line once it listens: its port tells.
+    Herd::Waiting.wait_until("nginx listening", timeout: 15, detail: -> { "error.log:\n#{@nginx.lines.join}" }) do
+      Herd::Procfs.listening?(port)
     end
+    port
   end
 
   # No half-close: nginx takes a client that shut its writing side for gone.
@@ -83,12 +75,7 @@ class ServerNginxTest < Herd::Test
   end
 
   def stop_nginx
-    return unless @nginx
-
-    Process.kill(:QUIT, -@nginx)
-    Process.wait(@nginx)
-  rescue Errno::ESRCH, Errno::ECHILD
-    nil
+    @nginx&.cleanup(grace: 10)
   ensure
     FileUtils.rm_rf(@nginx_dir) if @nginx_dir
   end

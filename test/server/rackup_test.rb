@@ -2,37 +2,23 @@
 
 require "test_helper"
 require "tmpdir"
+require "support/server_process"
 
 # `rackup -s herd` (and so `rails server -u herd`) finds herd's handler.
 class ServerRackupTest < Herd::Test
   # Runs rackup -s herd in `dir`; returns the log lines up to "ready", and
   # the response to GET /.
   def rackup(dir, *args)
-    reader, writer = IO.pipe
-    rackup = Gem.bin_path("rackup", "rackup")
-    pid = Process.spawn({"RUBYLIB" => File.join(ROOT, "lib")}, RbConfig.ruby, rackup, "-s", "herd", *args,
-      "config.ru", chdir: dir, err: writer, out: writer, pgroup: true)
-    writer.close
-    lines = []
-    reader.each_line do |line|
-      lines << line
-      break if line.include?("ready: ")
-    end
-    url = lines.join[%r{listening on (http://\S+)}, 1]
-    assert url, "no listening line:\n#{lines.join}"
-    port = Integer(url[/(\d+)\z/])
-    response = TCPSocket.open("127.0.0.1", port) { |socket| socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n") && socket.read }
-    Process.kill(:QUIT, pid)
-    _, status = Process.wait2(pid)
-    pid = nil
-    assert status.success?
+    server = Herd::ServerProcess.new([RbConfig.ruby, Gem.bin_path("rackup", "rackup"), "-s", "herd", *args, "config.ru"],
+      dir: dir, env: {"RUBYLIB" => File.join(ROOT, "lib")})
+    server.ready
+    lines = server.lines
+    lines = lines.first(lines.index { |line| line.include?("ready: ") } + 1)
+    response = server.get("/")
+    assert server.stop.success?
     [lines, response]
   ensure
-    if pid
-      Process.kill(:KILL, -pid)
-      Process.wait(pid)
-    end
-    reader&.close
+    server&.cleanup
   end
 
   def in_app_dir
