@@ -44,12 +44,8 @@ class TopTest < Herd::ControlServerTest
     IO.popen(["tmux", "-S", @tmux, "display-message", "-p", "\#{pane_dead}"], &:read).strip == "1"
   end
 
-  def wait_until(what, timeout: 20)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-    until yield
-      flunk "#{what} within #{timeout}s; screen:\n#{screen}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      sleep 0.1
-    end
+  def wait_until(what, &condition)
+    Herd::Waiting.wait_until(what, interval: 0.1, detail: -> { "screen:\n#{screen}" }, &condition)
   end
 
   def test_a_live_view_that_refreshes_and_quits_on_q

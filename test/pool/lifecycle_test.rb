@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "support/procfs"
+require "support/waiting"
 
 class PoolLifecycleTest < Herd::Test
   # A parent script that announces its workers' pids on stdout and then waits
@@ -45,20 +47,9 @@ class PoolLifecycleTest < Herd::Test
   end
 
   def assert_gone(pids)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-    pids.each do |pid|
-      while alive?(pid)
-        flunk "process #{pid} is still alive" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-        sleep 0.02
-      end
+    Herd::Waiting.wait_until("processes #{pids} gone", timeout: 10, detail: -> { "alive: #{pids.select { |pid| Herd::Procfs.alive?(pid) }}" }) do
+      pids.none? { |pid| Herd::Procfs.alive?(pid) }
     end
-  end
-
-  # Alive and not a zombie.
-  def alive?(pid)
-    File.read("/proc/#{pid}/stat").split(") ").last.split.first != "Z"
-  rescue Errno::ENOENT, Errno::ESRCH
-    false
   end
 
   {"INT" => "Interrupt", "TERM" => "SignalException"}.each do |signal, error|

@@ -7,6 +7,7 @@ require "rbconfig"
 require "timeout"
 require "herd/http"
 require "herd/server/listener"
+require "support/waiting"
 
 # herd's C accept (Herd::Server::TCPAccept) against Ruby's: the same socket,
 # the same REMOTE_ADDR, nil when there is nothing to take.
@@ -191,14 +192,7 @@ class TCPAcceptTest < Herd::Test
     Dir.children("/proc/self/fd").count { |fd| File.readlink("/proc/self/fd/#{fd}").start_with?("socket:") rescue false } # rubocop:disable Style/RescueModifier -- a descriptor closed while listed
   end
 
-  def wait_for(seconds = 5)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
-    loop do
-      result = yield
-      return result if result
-      flunk "nothing came within #{seconds} s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-      sleep 0.01
-    end
+  def wait_for(&accept)
+    Herd::Waiting.wait_until("a connection", timeout: 5, interval: 0.01, &accept)
   end
 end

@@ -2,6 +2,7 @@
 
 require "json"
 require "socket"
+require "support/waiting"
 
 module Herd
   # GETs from a server's control endpoint (control_listen) in tests.
@@ -28,13 +29,10 @@ module Herd
     # Polls /stats until the block is true of it.
     # @return [Hash] that document
     def wait_for_stats(address, timeout: 20, what: "a /stats document")
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      loop do
+      stats = nil
+      Waiting.wait_until(what, timeout: timeout, interval: 0.05, detail: -> { "last: #{JSON.pretty_generate(stats)}" }) do
         stats = control_stats(address)
-        return stats if yield(stats)
-        raise Minitest::Assertion, "no #{what} in #{timeout}s; last: #{JSON.pretty_generate(stats)}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-        sleep 0.05
+        stats if yield(stats)
       end
     end
   end

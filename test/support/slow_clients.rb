@@ -7,16 +7,17 @@ module Herd
   # A server with one worker, and clients whose request head never ends
   # (test/server/slow_clients*_test.rb).
   module SlowClients
+    include ServerTest
+
     PARTIAL_HEAD = "GET /slow HTTP/1.1\r\nHost: localhost\r\nX-Slow: "
 
     def teardown
       @slow&.each { |socket| socket.close unless socket.closed? }
-      @server&.cleanup
+      super
     end
 
     def start(config)
-      @server = ServerHarness.new(config: "workers 1\n#{config}")
-      @server.ready
+      serve(config: "workers 1\n#{config}")
     end
 
     # Opens `count` connections that each sent part of a head (@slow).
