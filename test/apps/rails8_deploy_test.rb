@@ -2,6 +2,7 @@
 
 require_relative "support/app_scenario"
 require "json"
+require "support/waiting"
 
 # A Rails 8 app, as `rails new` makes it, run as its production setup runs
 # it (its Dockerfile and Kamal): `bin/thrust` (Thruster, which listens on
@@ -93,11 +94,11 @@ class Rails8DeployTest < Herd::Test
   end
 
   def wait_until_thruster_listens(timeout: 30)
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-    until Herd::AppServer.listening?(@http_port)
-      raise Minitest::Assertion, "Thruster does not listen on #{@http_port}; stdout:\n#{@server.stdout_lines.join}" if @server.reap || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    Herd::Waiting.wait_until("Thruster listening on #{@http_port}", timeout: timeout, interval: 0.05,
+      detail: -> { "stdout:\n#{@server.stdout_lines.join}" }) do
+      raise Minitest::Assertion, "Thruster exited (#{@server.reap.inspect}); stdout:\n#{@server.stdout_lines.join}" if @server.reap
 
-      sleep 0.05
+      Herd::Procfs.listening?(@http_port)
     end
   end
 
@@ -197,7 +198,7 @@ class Rails8DeployTest < Herd::Test
     assert status.respond_to?(:success?) && status.success?, "Thruster exited with #{status.inspect}; log:\n#{@server.lines.last(10).join}"
     assert @server.lines.any? { |line| line.include?("monitor: stopped") }, "herd did not stop gracefully:\n#{@server.lines.last(10).join}"
     refute_match(/thread\(s\) started at boot/, @server.lines.join, "a mold warned about threads (the reload's included)")
-    assert_equal [], pids.select { |pid| Herd::AppServer.alive?(pid) }, "left after TERM"
-    [@http_port, @target_port].each { |port| refute Herd::AppServer.listening?(port), "something still listens on #{port}" }
+    assert_equal [], pids.select { |pid| Herd::Procfs.alive?(pid) }, "left after TERM"
+    [@http_port, @target_port].each { |port| refute Herd::Procfs.listening?(port), "something still listens on #{port}" }
   end
 end

@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "securerandom"
+require "support/procfs"
 require_relative "app_server"
 
 module Herd
@@ -132,8 +133,8 @@ module Herd
       mold = pids.fetch([:mold, generation])
       {
         pids: {mold: mold, workers: Array.new(workers) { |number| pids.fetch([:worker, number, generation]) }},
-        mold: @server.descriptors(mold),
-        workers: Array.new(workers) { |number| @server.descriptors(pids.fetch([:worker, number, generation])) }
+        mold: Procfs.descriptors(mold),
+        workers: Array.new(workers) { |number| Procfs.descriptors(pids.fetch([:worker, number, generation])) }
       }
     end
 
@@ -177,8 +178,8 @@ module Herd
     def check_graceful_stop
       pids = @server.logged_pids
       status = @server.stop
-      left = pids.select { |pid| AppServer.alive?(pid) }
-      port_free = !AppServer.listening?(@server.port) && begin
+      left = pids.select { |pid| Procfs.alive?(pid) }
+      port_free = !Procfs.listening?(@server.port) && begin
         TCPServer.new("127.0.0.1", @server.port).close
         true
       rescue Errno::EADDRINUSE

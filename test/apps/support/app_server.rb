@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
 require "fileutils"
+require "forwardable"
 require "net/http"
 require "open3"
 require "socket"
 require "tmpdir"
 require "uri"
+require "support/server_process"
 
 module Herd
   # A real app under `herd serve`, started the way a user would: `bundle
@@ -15,9 +17,10 @@ module Herd
   # that a reader thread drains): what the workers buffered and never wrote
   # is missing from the files, as it would be from a log file in production.
   #
-  # The pid this class spawned is the monitor (or what runs it: Thruster);
-  # every other pid it knows comes from the monitor's own log or from a
-  # pidfile the test's config named. It signals nothing else.
+  # A ServerProcess runs it: the pid it spawned is the monitor (or what runs
+  # it: Thruster), in a process group of its own that #cleanup kills whole.
+  # Every other pid it knows comes from the monitor's own log or from a
+  # pidfile the test's config named.
   class AppServer
     APPS = File.expand_path("..", __dir__)
     # Rails 8 needs Ruby 3.2; Ruby 3.1 keeps Rails 7.2 and its bundle.
@@ -72,7 +75,12 @@ module Herd
       end
     end
 
-    attr_reader :pid, :dir, :stdout_path, :stderr_path, :port, :herd_port
+    extend Forwardable
+
+    # The spawn, the log and the waits are its ServerProcess's.
+    def_delegators :@process, :pid, :lines, :stdout_lines, :mark, :wait_for
+
+    attr_reader :dir, :port, :herd_port
 
     # @param app [String] directory copied into a fresh tmpdir
     # @param config [String] herd.rb
@@ -80,20 +88,18 @@ module Herd
     # @param command [Array<String>] what starts the server (default: herd serve with -c herd.rb)
     # @param config_path [String] where the config goes, relative to the app
     # @param port [Integer, nil] where requests go, when not to herd's own port (a proxy's)
-    # @param pidfile [String, nil] the config's pidfile, relative to the app: its pid is signalled too
+    # @param pidfile [String, nil] the config's pidfile, relative to the app
     # @param stop_signal [Symbol] what stops the spawned process gracefully
     def initialize(app:, config:, env: {}, command: nil, config_path: "herd.rb", port: nil, pidfile: nil, stop_signal: :QUIT)
       @dir = Dir.mktmpdir("herd-app")
       FileUtils.cp_r(File.join(app, "."), @dir)
       File.write(File.join(@dir, config_path), config)
       command ||= ["bundle", "exec", "herd", "serve", "config.ru", "-c", "herd.rb", "-l", "127.0.0.1:0"]
-      @stdout_path = File.join(@dir, "herd.stdout.log")
-      @stderr_path = File.join(@dir, "herd.stderr.log")
       @pidfile = pidfile && File.join(@dir, pidfile)
       @stop_signal = stop_signal
       @pidfile_pids = []
-      @pid = Process.spawn(self.class.env(env), *command, chdir: @dir, in: File::NULL, out: @stdout_path, err: @stderr_path, pgroup: true, unsetenv_others: true)
-      @status = nil
+      @process = ServerProcess.new(command, dir: @dir, env: self.class.env(env), unsetenv_others: true,
+        logs: {out: "herd.stdout.log", err: "herd.stderr.log"}, timeout: 60)
       @herd_port = Integer(wait_for(LISTENING)[1])
       @port = port || @herd_port
     rescue Minitest::Assertion
@@ -101,45 +107,11 @@ module Herd
       raise
     end
 
-    # @return [Integer] the pid in the config's pidfile (the monitor's), remembered for cleanup
+    # @return [Integer] the pid in the config's pidfile (the monitor's), remembered for #logged_pids
     def pidfile_pid
       pid = Integer(File.read(@pidfile))
       @pidfile_pids |= [pid]
       pid
-    end
-
-    # @return [Array<String>] the server's stderr (herd's log) so far
-    def lines
-      File.readlines(@stderr_path)
-    end
-
-    def stdout_lines
-      File.readlines(@stdout_path)
-    end
-
-    # Blocks until a line of herd's log matches, polling the file; fails the
-    # test when the monitor exits or the time runs out first.
-    # @param after [Integer] ignore the first `after` lines
-    # @return [MatchData]
-    def wait_for(pattern, timeout: 60, after: 0)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      loop do
-        all = lines
-        all.drop(after).each do |line|
-          match = line.match(pattern)
-          return match if match
-        end
-        exited = reap
-        if exited || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-          raise Minitest::Assertion, "no log line matched #{pattern.inspect} #{exited ? "before the monitor exited (#{@status.inspect})" : "in #{timeout}s"}; log:\n#{all.join}"
-        end
-
-        sleep 0.02
-      end
-    end
-
-    def mark
-      lines.size
     end
 
     # @return [Hash] {[:mold, gen] => pid, [:worker, number, gen] => pid} for every "ready" line so far
@@ -152,26 +124,9 @@ module Herd
       end
     end
 
-    # The pidfile's pid, if the file is there (herd removes it when it stops).
-    def remember_pidfile
-      pidfile_pid if @pidfile
-    rescue Errno::ENOENT, ArgumentError
-      nil
-    end
-
     # @return [Array<Integer>] every pid the monitor's log named, the spawned one's and the pidfile's included
     def logged_pids
-      ([@pid] + @pidfile_pids + lines.flat_map { |line| line.scan(PID).flatten.compact.map { |pid| Integer(pid) } }).uniq
-    end
-
-    # @return [Array<String>] where each open descriptor of pid points
-    #   ("socket", "pipe": inode numbers differ from process to process)
-    def descriptors(pid)
-      Dir.children("/proc/#{pid}/fd").sort_by(&:to_i).filter_map do |fd|
-        File.readlink("/proc/#{pid}/fd/#{fd}").sub(/\A(socket|pipe):\[\d+\]\z/, "\\1")
-      rescue Errno::ENOENT
-        nil
-      end
+      ([pid] + @pidfile_pids + lines.flat_map { |line| line.scan(PID).flatten.compact.map { |pid| Integer(pid) } }).uniq
     end
 
     # A request on a fresh connection (herd closes each one), or on
@@ -197,74 +152,24 @@ module Herd
       http.request(request)
     end
 
-    # @return [Process::Status, nil] the monitor's status once it has exited
+    # @return [Process::Status, nil] the spawned process's status once it has exited
     def reap
-      return @status if @status
-
-      _, status = Process.waitpid2(@pid, Process::WNOHANG)
-      @status = status
-    rescue Errno::ECHILD
-      @status ||= :gone
+      @process.exited
     end
 
     # The stop signal (QUIT), then waits for the spawned process to exit.
     # @return [Process::Status]
     def stop(timeout: 60)
-      Process.kill(@stop_signal, @pid) unless reap
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      until reap
-        raise Minitest::Assertion, "herd serve did not exit in #{timeout}s after #{@stop_signal}; log:\n#{lines.join}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-        sleep 0.02
-      end
-      @status
+      @process.stop(@stop_signal, timeout: timeout)
     end
 
-    # Whatever the test did: the stop signal, then KILL the spawned process,
-    # and KILL what its log or pidfile named that is still alive in its
-    # process group; removes the tmpdir unless HERD_KEEP_APP_DIRS=1.
+    # Whatever the test did: the stop signal and 10 s to stop, then every
+    # process of its group killed (ServerProcess#cleanup); removes the
+    # tmpdir unless HERD_KEEP_APP_DIRS=1.
     def cleanup
-      remember_pidfile
-      unless reap
-        begin
-          Process.kill(@stop_signal, @pid)
-          deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-          sleep 0.05 until reap || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-          unless reap
-            Process.kill(:KILL, @pid)
-            Process.wait(@pid)
-            @status = :killed
-          end
-        rescue Errno::ESRCH, Errno::ECHILD
-          nil
-        end
-      end
-      logged_pids.each do |pid|
-        next if pid == @pid || !self.class.alive?(pid)
-
-        Process.kill(:KILL, pid) if Process.getpgid(pid) == @pid
-      rescue Errno::ESRCH
-        nil
-      end
+      @process&.cleanup(grace: 10, signal: @stop_signal)
+    ensure
       FileUtils.rm_rf(@dir) unless ENV["HERD_KEEP_APP_DIRS"] == "1"
-    end
-
-    # @return [Boolean] alive and not a zombie
-    def self.alive?(pid)
-      File.read("/proc/#{pid}/stat").split(") ").last.split.first != "Z"
-    rescue Errno::ENOENT, Errno::ESRCH
-      false
-    end
-
-    # @return [Boolean] whether anything listens on 127.0.0.1:port
-    def self.listening?(port)
-      hex = format("%04X", port)
-      %w[/proc/net/tcp /proc/net/tcp6].any? do |table|
-        File.readlines(table).drop(1).any? do |row|
-          fields = row.split
-          fields[1].end_with?(":#{hex}") && fields[3] == "0A" # TCP_LISTEN
-        end
-      end
     end
   end
 end
