@@ -17,10 +17,10 @@ module Herd
 
     # The buffer reads land in before they are appended to a channel's own:
     # one per thread, reused. Without one, a socket's read_nonblock makes a
-    # 64 KiB string per call, even when nothing came, and keeps that capacity
-    # after a short read. (A pool sends results in batches, so this was
-    # garbage per batch, not per result: Herd.map's GC count did not change
-    # on 3,000 or 50,000 items. It is a leak-shaped cost all the same.)
+    # READ_SIZE string per call, even when nothing came, and keeps that
+    # capacity after a short read. A pool sends results in batches, so that
+    # is garbage per batch, not per result, but a leak-shaped cost all the
+    # same (docs/POOL.md, "Cost per call").
     # @return [String]
     def self.scratch
       Thread.current[:herd_channel_scratch] ||= String.new(capacity: READ_SIZE, encoding: Encoding::BINARY)

@@ -7,10 +7,9 @@ module Herd
   # it calls close(2) on a writable descriptor. A trap handler that raises
   # at that check (Ctrl-C: Ruby's default INT handler raises Interrupt, and
   # Thread.handle_interrupt does not defer traps) leaves the descriptor
-  # open, while the IO says it is closed, so no retry closes it. Measured
-  # on Ruby 3.1 with SIGINT every 0.5 ms: 1-16 descriptors leaked per
-  # 400,000 socket closes; test/faults/pool_faults_test.rb saw one after
-  # a burst of five Ctrl-C in Herd.map.
+  # open, while the IO says it is closed, so no retry closes it. Rare, but
+  # a burst of Ctrl-C in Herd.map is enough (docs/POOL.md, "Failure is
+  # explicit, never a hang").
   #
   # After a raise, the descriptor is closed again only if it still names
   # what the IO held (/proc/self/fd shows the same socket or file): the

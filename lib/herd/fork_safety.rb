@@ -33,8 +33,7 @@ module Herd
       # @return [String, nil] why this process is not fork safe
       attr_reader :reason
 
-      # The server's worker learns of it at once
-
+      # The server's worker learns of it at once.
       # @api private
       def on_unsafe(&block)
         @listeners << block
@@ -84,8 +83,7 @@ module Herd
         end
       end
 
-      # The fork hook waits here
-
+      # The fork hook waits here.
       # @api private
       def around_fork(&block)
         raise Error, "fork called inside Herd.prevent_fork; move the fork out of the block" if @lock.mon_owned?

@@ -82,8 +82,8 @@ module Herd
         # The fillers were promoted to old with the rest, and only a major
         # GC frees old objects: until Ruby decides on one, they hold their
         # pages and new objects take fresh ones. Prepared before every
-        # Herd.map of a long-lived process, that adds up (RSS +25% over
-        # 100 calls); one major GC now keeps it flat.
+        # Herd.map of a long-lived process, that adds up; one major GC keeps
+        # RSS flat (docs/COPY_ON_WRITE.md, "malloc's free chunks").
         GC.start(full_mark: true, immediate_sweep: true) if fillers && !fillers.empty?
         self
       end
@@ -127,8 +127,9 @@ module Herd
     # every one, the few objects made meanwhile took a new heap page at
     # every preparation, which Ruby kept (far below its free-slots ratio)
     # and the next preparation filled again: +1 page per Herd.map call. A
-    # wider margin costs the children: 500 slots scattered over the heap
-    # took bench/pool's workers from 21.8 to 28.5 MB of private memory.
+    # wider margin costs the children, since the slots it spares lie
+    # scattered over shared pages (docs/COPY_ON_WRITE.md, "Free slots and
+    # freed memory reused in shared pages").
     FILL_MARGIN = 16
     # A 4 KiB memory page more than this share free keeps its free slots:
     # a child that allocates there copies it, but gets that many slots for

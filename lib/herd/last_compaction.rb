@@ -6,11 +6,10 @@ module Herd
   # with the rest of its memory, so a mold promoted from a worker knows
   # whether its heap descends from a compacted one. Such a heap is dense
   # but for what the worker added since, and compacting it again writes
-  # every page of it to gather only that: on bench/rails's app each later
-  # compaction cost ~12,000 copy-on-write faults and 1.1 s of CPU under
-  # load, for 0.4 MiB less per worker. `Heap.prepare(compact: :auto)`
-  # compacts when there is no record, or once the live objects have grown
-  # by {GROWTH} since it.
+  # every page of it to gather only that: many copy-on-write faults for
+  # little memory back (docs/REFORKING.md, "What a refork costs, step by
+  # step"). `Heap.prepare(compact: :auto)` compacts when there is no
+  # record, or once the live objects have grown by {GROWTH} since it.
   # @api private
   module LastCompaction
     # Share of new live objects past which `compact: :auto` compacts again.

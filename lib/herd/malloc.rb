@@ -5,15 +5,15 @@ require "fiddle"
 module Herd
   # What glibc's malloc leaves behind in a process about to fork children.
   #
-  # Booting an app frees a lot of C memory (parser nodes, temporary strings):
-  # bench/cow's mold holds 55 MiB in 79,000 free chunks, spread over pages it
-  # shares with every worker. A worker's `malloc` reuses those chunks first,
-  # and each reuse writes a chunk header into a shared page, which copies
-  # the page: about 300 KiB per request on Pitchfork's benchmark app, 20 MiB
-  # per worker after 60 requests. {.seal_free_chunks} takes every free chunk
-  # in the forking process for good, so a child's allocations come from
-  # fresh memory of its own, and gives the pages inside them back to the
-  # kernel, so they cost nothing either.
+  # Booting an app frees a lot of C memory (parser nodes, temporary strings),
+  # which glibc keeps as free chunks spread over pages the mold shares with
+  # every worker. A worker's `malloc` reuses those chunks first, and each
+  # reuse writes a chunk header into a shared page, which copies the page,
+  # request after request (docs/COPY_ON_WRITE.md, "malloc's free chunks",
+  # has the figures). {.seal_free_chunks} takes every free chunk in the
+  # forking process for good, so a child's allocations come from fresh
+  # memory of its own, and gives the pages inside them back to the kernel,
+  # so they cost nothing either.
   #
   # The sealed chunks stay taken until {Sealed#unseal} frees them. A
   # process that forks again and again (Herd.map in a loop) must unseal
@@ -133,8 +133,7 @@ module Herd
         Sealed.new(chunks: 0, bytes: 0, released: 0, skipped: reason)
       end
 
-      # Frees every address (what {Sealed#unseal} holds)
-
+      # Frees every address (what {Sealed#unseal} holds).
       # @api private
       # @return [Integer] how many
       def free_all(addresses)

@@ -15,11 +15,12 @@ module Herd
   # 344-byte struct it mallocs when the page is added, one at a time as the
   # heap grows, between everything else the program mallocs. Each ends up
   # alone in a 4 KiB page of long-lived data, and every GC writes every one
-  # of them: a worker's first GC copies one 4 KiB page per object page
-  # (bench/cow's constant-cache app: 2,835 pages, 11.1 MiB, in every
-  # worker; `bench/cow/first_gc.rb`). {.pack} moves them into fresh memory,
-  # next to each other (about 2,760 descriptors in 246 pages; the first GC
-  # then copies 1.5 MiB), and repoints what pointed at them. Ruby frees them as before when it frees a page.
+  # of them: a worker's first GC copies one 4 KiB page per object page, a
+  # quarter of the object heap. {.pack} moves them into fresh memory, next
+  # to each other, so that the first GC copies a few hundred KiB of them,
+  # and repoints what pointed at them; Ruby frees them as before when it
+  # frees a page. The figures: docs/COPY_ON_WRITE.md, "GC metadata: mark
+  # bitmaps and the mark stack".
   #
   # This rewrites the GC's own structures, so it is done only where their
   # layout is known and checks out: CRuby 3.1 (64-bit, stock GC constants)

@@ -62,13 +62,12 @@ module Herd
       end
 
       # Makes a pool with `make`, yields it and closes it.
-
-      # @api private
       # Interrupts (Ctrl-C, TERM, Timeout) are held back everywhere but
       # inside the work itself, so a signal landing between the making and
       # the block, or during the cleanup, cannot leave a worker running, a
       # zombie or a socket open. An exception closes the pool at once
       # (workers stopped mid-batch), the normal end politely.
+      # @api private
       def guarded(make)
         Thread.handle_interrupt(Object => :never) do
           pool = make.call
@@ -82,9 +81,8 @@ module Herd
       end
 
       # Herd.map and friends: workers that read items from
-
-      # @api private
       # their own copy of `source` and are thrown away after one call.
+      # @api private
       def disposable(source, job, options)
         size = options[:threads] || options.fetch(:processes) { CPU.count }
         size = [size, source.size].min.clamp(1, nil) if source.size && size.is_a?(Integer) && size.positive?
@@ -196,8 +194,7 @@ module Herd
       @closed ? true : false
     end
 
-    # Used by {Herd.map} and friends with their own Source
-
+    # Used by {Herd.map} and friends with their own Source.
     # @api private
     def run_source(source, operation, with_index, options)
       settings = RunSettings.build(**options)
@@ -207,7 +204,7 @@ module Herd
       end
     end
 
-    # The rest is the Run's view of the pool
+    # --- the rest is the Run's view of the pool --------------------------
 
     # @api private
     attr_reader :scoreboard
@@ -218,7 +215,6 @@ module Herd
     end
 
     # A retiring worker (sent its last batch) takes no more.
-
     # @api private
     def idle_workers(inflight)
       @workers.reject { |worker| inflight.key?(worker) || worker.retiring? }
@@ -226,14 +222,12 @@ module Herd
 
     # Whether a batch may tell its worker to exit once done (see
     # {WorkerLoop}): only a one-call pool's processes, which nobody reuses.
-
     # @api private
     def retires_workers?
       @fork_on_dispatch
     end
 
     # Whether #dispatch would fork this worker (a one-call pool's, not forked yet).
-
     # @api private
     def unforked?(worker)
       @fork_on_dispatch && !worker.started?
@@ -241,10 +235,9 @@ module Herd
 
     # Hands a batch message to a worker; a one-call pool's worker not forked
     # yet is forked with it.
-
-    # @api private
     # The child finds the batch in memory: it neither waits for it nor reads
     # or unmarshals it, and only the parent's loop runs between the forks.
+    # @api private
     # @return [Boolean] whether the worker took it
     def dispatch(worker, message)
       return worker.send_batch(message) unless unforked?(worker)
@@ -253,15 +246,13 @@ module Herd
       true
     end
 
-    # Whether workers are replaced after max_items_per_worker items
-
+    # Whether workers are replaced after max_items_per_worker items.
     # @api private
     def recycles_workers?
       !@settings.max_items_per_worker.nil?
     end
 
-    # Items a worker may still take before it is recycled
-
+    # Items a worker may still take before it is recycled.
     # @api private
     def quota(worker)
       max = @settings.max_items_per_worker
@@ -280,8 +271,7 @@ module Herd
       replace(worker)
     end
 
-    # A fresh worker in a dead or retired one's place
-
+    # A fresh worker in a dead or retired one's place.
     # @api private
     def replace(worker)
       return if kind == :inline || @closed || !@workers[worker.number].equal?(worker)
@@ -294,10 +284,9 @@ module Herd
     end
 
     # Ends these workers now, when a disposable pool's run
-
-    # @api private
     # no longer needs them: TERM, so that they flush what their jobs
     # wrote to stdout, then KILL for any still running after {STOP_GRACE}.
+    # @api private
     def halt(workers)
       workers.each { |worker| worker.signal(:TERM) }
       running = wait_for_exit(workers, STOP_GRACE)
@@ -440,11 +429,12 @@ module Herd
     # @return [Array] the workers still running after `seconds`
     #
     # Woken by each worker's exit (its end of the channel closes), not by a
-    # clock: a 10 ms polling sleep here was a third of what a small
-    # Herd.map cost. Between the EOF and the exit status there is a moment
-    # (the kernel closes a process's files before it becomes a zombie), and
-    # a worker whose EOF never comes (a grandchild holds its socket) must
-    # still be seen to die: so reap is retried on a short, growing pause.
+    # clock: a polling sleep here was a large share of what a small Herd.map
+    # cost (docs/POOL.md, "Cost per call"). Between the EOF and the exit
+    # status there is a moment (the kernel closes a process's files before
+    # it becomes a zombie), and a worker whose EOF never comes (a grandchild
+    # holds its socket) must still be seen to die: so reap is retried on a
+    # short, growing pause.
     def wait_for_exit(workers, seconds)
       deadline = Clock.now + seconds
       pause = EXIT_POLL_MIN

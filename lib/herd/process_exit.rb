@@ -27,15 +27,15 @@ module Herd
       exit(status)
     end
 
-    # After the at_exit hooks, Ruby's exit walks every heap page to free
-    # each object that holds C memory, and that writes to the pages: a
-    # forked process exiting while its siblings live copies them. A Rails
-    # worker exiting that way copied 19-22 MiB in its last milliseconds
-    # (against 2 with exit!), a mold as much again, and during a refork or a
-    # reload, while the old generation retires, those copies added up to the
-    # server's peak. So once the at_exit hooks have run, the process flushes
-    # every IO still buffered, closes and unlinks its open Tempfiles (what
-    # their finalizers would do), and ends with exit!.
+    # After the at_exit hooks, Ruby's exit walks every heap page to free each
+    # object that holds C memory, and that writes to the pages: a forked
+    # process exiting while its siblings live copies them, a large part of the
+    # heap for a Rails worker or mold, and during a refork or a reload, while
+    # the old generation retires, those copies add up to the server's peak
+    # (docs/SIGNALS.md, "How processes end"; docs/HEAP_STEPS.md, "The fast
+    # exit"). So once the at_exit hooks have run, the process flushes every IO
+    # still buffered, closes and unlinks its open Tempfiles (what their
+    # finalizers would do), and ends with exit!.
     #
     # It relies on Ruby running object finalizers after every at_exit hook
     # (true of every Ruby since 1.8): the finish is a finalizer, so whatever
