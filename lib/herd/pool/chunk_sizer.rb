@@ -4,13 +4,13 @@ module Herd
   class Pool
     # Decides how many items go in the next batch.
     #
-    # Tiny items must travel in large batches or the round trip dominates
-    # (the parallel gem sends one item per message: 15-23 us each); slow items
-    # must travel in small ones so the last batches don't leave cores idle.
-    # So: start with one item, measure the time per item as the worker spent
-    # it (the round trip is what batching amortizes: counted in, it kept
-    # 2.5 ms items in batches of one), and aim for batches of about
-    # {TARGET_SECONDS}, never more than an even share of what remains.
+    # Tiny items must travel in large batches or the round trip dominates (as
+    # with the parallel gem, which sends one item per message: docs/POOL.md,
+    # "Costs"); slow items must travel in small ones so the last batches don't
+    # leave cores idle. So: start with one item, measure the time per item as
+    # the worker spent it (the round trip is what batching amortizes: counted
+    # in, it kept slow-ish items in batches of one), and aim for batches of
+    # about {TARGET_SECONDS}, never more than an even share of what remains.
     # @api private
     class ChunkSizer
       TARGET_SECONDS = 0.01
@@ -45,10 +45,10 @@ module Herd
 
       # Learns from a finished batch. A sample counts for at most
       # {OUTLIER} times the estimate: one slow batch (a worker's first
-      # garbage collection and copy-on-write faults: 50-80 ms for one 2.5 ms
-      # item on the 2-core VM) had kept batches at one item, and a round
-      # trip each, for a dozen more. Items that really got slower still
-      # nearly double the estimate per batch.
+      # garbage collection and copy-on-write faults, many times the item's
+      # own time; docs/POOL.md, "Cost per call") had kept batches at one
+      # item, and a round trip each, for a dozen more. Items that really got
+      # slower still nearly double the estimate per batch.
       def record(items, seconds)
         return if items.zero?
 

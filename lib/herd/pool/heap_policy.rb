@@ -8,14 +8,12 @@ module Herd
     # garbage, the fill writes every free slot, sealing writes a header into
     # every free malloc chunk, and the release after the call frees them all
     # again. Every one of those pages was write-protected by the previous
-    # call's fork, so each write is a page fault: 4,700 faults and 140 ms of
-    # CPU per call in a 27 MiB process (on a 2-core VM where a fault costs
-    # 25-30 us), to spare the workers 700 faults (2.7 MiB). A process that
-    # small has little its workers could copy; the pages at stake grow with
-    # the process, and so does what preparing saves (bench/pool memory: 88
-    # MiB of 200 MiB). So a one-call pool prepares only from {MIN_RSS} of
-    # resident memory on; a long-lived pool (Herd::Pool.new) prepares once
-    # for its whole life and always does.
+    # call's fork, so each write is a page fault, and in a small process
+    # they cost more than the few faults they spare the workers. The pages
+    # at stake grow with the process, and so does what preparing saves
+    # (docs/POOL.md, "Cost per call"). So a one-call pool prepares only from
+    # {MIN_RSS} of resident memory on; a long-lived pool (Herd::Pool.new)
+    # prepares once for its whole life and always does.
     #
     # `prepare_heap: false` never prepares; a Hash of options always does
     # (whoever tuned them wants them); `true`, the default, asks this policy.

@@ -16,9 +16,8 @@ module Herd
       # the status a shell gives a process killed by that signal.
       TERM_STATUS = 128 + Signal.list.fetch("TERM")
       # Looked up here, not in the child: a new worker's first Ruby code runs
-      # while every page it writes is a copy-on-write fault (25-30 us each on
-      # a virtual machine), and Signal.list alone made a hash of 60-odd
-      # strings there.
+      # while every page it writes is a copy-on-write fault, and Signal.list
+      # alone makes a Hash of 60-odd strings (docs/POOL.md, "Cost per call").
       PARENT_DEATH_SIGNAL = Signal.list.fetch("KILL")
       # TERM (the parent stopping a call, closing a pool) ends the worker at
       # once, as the default action would, but with stdout flushed first.

@@ -13,12 +13,11 @@ module Herd
     #
     # Ruby fills a call site's method cache the first time it runs there, and
     # a worker's loop is code the parent never runs: every new worker filled
-    # ~105 caches of its own (the parent ~8 per Herd.map), each a write to
-    # memory it shares with the parent, so a copy-on-write fault. Filled
-    # here, they are inherited: a two-item Herd.map's workers took 180 page
-    # faults each instead of 240 on the 2-core VM (16-30 us a fault). Once
-    # per process is enough (method caches survive garbage collection), and
-    # a forked process inherits the caches with the flag.
+    # a hundred-odd caches of its own, each a write to memory it shares with
+    # the parent, so a copy-on-write fault. Filled here, they are inherited
+    # (docs/POOL.md, "Cost per call"). Once per process is enough (method
+    # caches survive garbage collection), and a forked process inherits the
+    # caches with the flag.
     # @api private
     module Rehearsal
       JOB = ->(item) { item }

@@ -138,17 +138,16 @@ module Herd
       end
 
       # A worker that finishes a batch otherwise waits for this process to
-      # wake up, read its results and send the next: 0.4-0.5 ms a batch on
-      # the 2-core VM (a woken parent runs with cold caches, ~230 us from
-      # IO.select's return to the next batch's write), against the parallel
-      # gem's ~0.2 ms, whose thread per worker does less. So a busy worker
-      # is sent its next batch ahead, and finds it in its socket. Only
-      # while the batches left are many (at least two per worker after this
-      # one): the tail is shared out one batch at a time as before, so no
-      # worker sits on a batch another could start. Workers given a batch in
-      # this very round count as busy: workers of equal items finish
-      # together, and are collected by the same wake-up; counting only those
-      # busy before it, such a pair never got a batch ahead.
+      # wake up (with cold caches), read its results and send the next: twice
+      # as long as with the parallel gem, whose thread per worker does less
+      # (docs/POOL.md, "Batches sent ahead"). So a busy worker is sent its
+      # next batch ahead, and finds it in its socket. Only while the batches
+      # left are many (at least two per worker after this one): the tail is
+      # shared out one batch at a time as before, so no worker sits on a batch
+      # another could start. Workers given a batch in this very round count as
+      # busy: workers of equal items finish together, and are collected by the
+      # same wake-up; counting only those busy before it, such a pair never
+      # got a batch ahead.
       # @param plans [Array<Array(worker, Array)>] this round's first batches
       # @return [Array<Array(worker, Array)>] the batches to send ahead
       def prefetch(plans)
@@ -286,9 +285,9 @@ module Herd
       end
 
       # Batches are sized by the time the worker spent on them: timed from
-      # here, the round trip made every batch of slow-ish items look slower
-      # (2.5 ms items took 5.5 ms a batch of one on the loaded 2-core VM),
-      # and batches stuck at one or two items, a round trip each.
+      # here, the round trip made every batch of slow-ish items look twice
+      # as slow on a loaded machine (docs/POOL.md, "Cost per call"), and
+      # batches stuck at one or two items, a round trip each.
       def finish_batch(worker, batch, busy = nil)
         start_queued(worker)
         # A worker's first batch also measures its start-up (its first
