@@ -6,8 +6,8 @@ module Herd
   module Server
     # Loads the Rack application, in the mold only: the monitor never does.
     # The HTTP layer (and Rack with it) and herd's public API are loaded here
-    # too, so the monitor stays small (bench/cow: monitor PSS) and the
-    # workers share them with the mold.
+    # too, so the monitor stays small (docs/COPY_ON_WRITE.md, "Reforking
+    # (`herd serve`)") and the workers share them with the mold.
     # @api private
     module AppLoader
       # @return [#call]

@@ -125,11 +125,10 @@ module Herd
 
       # The nice value of work nothing waits on during a rollout (a mold's
       # preparation, a surge replacement's warm-up) when `prepare_heap`
-      # names none. Together with the surge it kept p99 during a refork of
-      # bench/refork within 2x steady in 15 rounds of 15, and throughput at
-      # 0.9x steady or more in 13, where one-out-one-in at the mold's own
-      # priority missed one of the two in 5 rounds of 13
-      # (bench/results/refork-default-vs-surge.md, refork-new-default*.md).
+      # names none: together with the surge, it keeps a refork's p99 and
+      # throughput nearest to steady, where one-out-one-in at the mold's own
+      # priority often missed one of the two (docs/REFORKING.md, "Surge:
+      # `refork_max_surge`").
       DEFAULT_HEAP_NICE = 10
 
       # @return [Integer] how many workers a rollout takes out of service at

@@ -15,8 +15,7 @@ module Herd
         @blocks = Hash.new { |hash, name| hash[name] = [] }
       end
 
-      # The config DSL
-
+      # The config DSL.
       # @api private
       def add(name, block)
         raise ArgumentError, "unknown hook #{name.inspect}; hooks: #{NAMES.join(", ")}" unless NAMES.include?(name)

@@ -10,12 +10,12 @@ module Herd
     # the mold could have loaded them once for all. On Ruby 3.1 the cost is
     # larger than the file: a constant defined anywhere invalidates every
     # constant cache of the process, so the worker then rewrites the caches
-    # of all the code it runs, pages it copies from the mold (bench/rails:
-    # Rack's form parser, loaded on each worker's first POST, cost each
-    # worker of the first generation about 9 MiB; RackAutoloads now loads
-    # it in the mold). The remedy is the user's: require the file in the
-    # app or in config/herd.rb, or reach it with a `warmup` request (a
-    # Sinatra app builds its middleware on its first request: 11 files).
+    # of all the code it runs, pages it copies from the mold (Rack's form
+    # parser was such a file, which RackAutoloads now loads in the mold;
+    # docs/COPY_ON_WRITE.md, "Code loaded after the fork"). The remedy is
+    # the user's: require the file in the app or in config/herd.rb, or
+    # reach it with a `warmup` request (a Sinatra app builds its middleware
+    # on its first request).
     #
     # Checked after each request: one Array#size while nothing is loaded,
     # and nothing at all once reported.

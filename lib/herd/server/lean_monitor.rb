@@ -10,8 +10,9 @@ module Herd
     # loads anything else, so the monitor carries neither RubyGems nor
     # Bundler. The monitor never loads the app, and its pages are the one
     # part of the tree no other process shares: in a monitor that loaded
-    # them, Bundler and RubyGems were most of its 12.7 MiB of PSS, because
-    # every mold rewrites the pages it inherited (bench/cow: 5.3 MiB lean).
+    # them, Bundler and RubyGems were most of its PSS, because every mold
+    # rewrites the pages it inherited (docs/COPY_ON_WRITE.md, "Reforking
+    # (`herd serve`)").
     #
     # The mold, forked from the lean monitor, puts back what the command had
     # loaded before it loads the app ({.restore!}): RubyGems, `bundler/setup`

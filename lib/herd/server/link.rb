@@ -96,11 +96,11 @@ module Herd
       private
 
       # recvmsg allocates its buffers (MAX_PACKET, and 4 KiB for descriptors)
-      # before it knows whether anything came: 68 KiB of garbage per look at
-      # an empty link, which a worker under load takes ten times a second
-      # and keeps until its next GC; in the mold promoted from it, that
-      # garbage became 5-8 MiB of holes (bench/cow, constant app). A
-      # peek into a reused byte costs the same syscall and nothing. (Not
+      # before it knows whether anything came: garbage per look at an empty
+      # link, which a worker under load takes ten times a second and keeps
+      # until its next GC, and which becomes holes in the mold promoted from
+      # it (docs/COPY_ON_WRITE.md, "Where the holes fall"). A peek into a
+      # reused byte costs the same syscall and nothing. (Not
       # IO#wait_readable(0): Ruby skips its poll when an interrupt is
       # pending and answers "not readable".)
       def pending?

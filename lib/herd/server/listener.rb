@@ -87,8 +87,8 @@ module Herd
       # accept(2) returns once the request's first bytes are there. A
       # connection accepted before them is held by the worker that took it
       # (PendingConnections), and waits on that worker while it serves
-      # others or is off the CPU: hello world's p99 under wrk was 3.8-4.2 ms
-      # that way, 2.6-2.9 with it (and 6% more requests a second).
+      # others or is off the CPU, which raised hello world's p99 under wrk
+      # (docs/CONFIGURATION.md, `listen ..., tcp_defer_accept:`).
       def self.tune_tcp(socket, spec)
         socket.setsockopt(:TCP, :NODELAY, true) unless spec.tcp_nodelay == false
         seconds = spec.tcp_defer_accept
@@ -214,9 +214,9 @@ module Herd
 
       private
 
-      # Socket#accept_nonblock also returns the peer's Addrinfo, 2 KiB of
-      # C memory per connection that stays in the worker until its next GC
-      # (bench/cow: a quarter of what a request leaves behind). TCPServer's
+      # Socket#accept_nonblock also returns the peer's Addrinfo, C memory
+      # per connection that stays in the worker until its next GC
+      # (docs/COPY_ON_WRITE.md, "Where the holes fall"). TCPServer's
       # and UNIXServer's return the socket alone. The wrapper shares the
       # listener's descriptor and never closes it: the Socket owns it.
       def acceptor_for(socket)

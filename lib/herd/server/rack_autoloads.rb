@@ -15,16 +15,14 @@ module Herd
     # are the smaller cost: on Ruby 3.1 (and 3.0) defining a constant
     # invalidates every constant cache of the process, so each worker then
     # rewrites the caches of all the code it runs, pages of the mold's
-    # malloc heap that it copies. On bench/rails's app (no refork, 100
-    # requests), a first-generation worker held 24.6 MiB of its own against
-    # 15.8 with Multipart loaded in the mold, and its first POST took
-    # 411-584 ms against 43-167 (docs/COPY_ON_WRITE.md, "Code loaded after
-    # the fork").
+    # malloc heap that it copies, and its first POST is slow
+    # (docs/COPY_ON_WRITE.md, "Code loaded after the fork", has the
+    # figures).
     #
     # Only what a request reaches through Rack's own request parsing: the
     # rest of Rack's autoloads are middleware, which an app's builder loads
-    # at boot when it uses them (loading them all would cost 4.4 MiB and 84
-    # files). HERD_RACK_AUTOLOADS=0 turns this off.
+    # at boot when it uses them (loading them all would cost every app
+    # memory for nothing). HERD_RACK_AUTOLOADS=0 turns this off.
     # @api private
     module RackAutoloads
       SWITCH_ENV = "HERD_RACK_AUTOLOADS"

@@ -250,8 +250,9 @@ module Herd
       # newest replacement has served that long. A new worker's first
       # requests cost it several times a warm one's (it copies what they
       # write and, on some VMs, pays for each page it touches the first
-      # time: bench/refork/FIRST_PAGES.md); spaced out, that cost is spread
-      # over the roll instead of taken from one stretch of it.
+      # time: docs/REFORKING.md, "Pacing: `refork_min_ready`"); spaced out,
+      # that cost is spread over the roll instead of taken from one stretch
+      # of it.
       def pacing?
         pause = config.refork_min_ready
         pause.positive? && @last_ready_at && Clock.now - @last_ready_at < pause

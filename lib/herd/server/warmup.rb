@@ -7,11 +7,10 @@ module Herd
     # Requests a fresh mold sends its own app before it prepares its heap,
     # so that what an app builds on its first requests (compiled templates,
     # route and constant caches, memoized settings) is built once, in the
-    # mold, and shared by every worker, instead of once per worker. On the
-    # Rails app of test/apps, one GET of each of 5 pages in the mold took a
-    # worker's private memory after 600 requests from 26.6 to 13.5 MiB
-    # (bench/results/refork-steps.md has the table). A promoted mold needs none: the
-    # worker it comes from has served real traffic.
+    # mold, and shared by every worker, instead of once per worker
+    # (docs/RAILS.md, "What reforking means for a Rails app", has what it
+    # saves a Rails app). A promoted mold needs none: the worker it comes
+    # from has served real traffic.
     #
     # The requests go to the app object directly (no socket); each env has
     # `herd.warmup` set, so that an app can leave them out of its analytics.
@@ -21,11 +20,8 @@ module Herd
     # Each new worker then sends the same requests before it reports ready
     # (`workers: false` to skip): what a request writes in memory shared
     # with the mold, the worker copies page by page on its first requests,
-    # and it is better done before any client waits on it. On bench/refork
-    # (a Rails app reforked under load, on a VM where a copy-on-write fault
-    # costs ~15 µs and a new process pays 5-11 µs for each page it first
-    # touches, bench/refork/FIRST_PAGES.md) p99 during the roll fell from
-    # 294-326 ms to 51-71 ms.
+    # and it is better done before any client waits on it (the same
+    # section has a refork's p99 with and without it).
     # @api private
     class Warmup
       # @return [Array<String>] paths, each starting with "/"
