@@ -101,7 +101,8 @@ module Herd
 
       # With --tree, herd mem leaves itself (and anything it started) out:
       # run from a shell inside the tree it measures, it would otherwise count
-      # its own Ruby, about 17 MiB, as the application's.
+      # its own Ruby as the application's (docs/MEMORY.md, "When `herd mem`
+      # is inside the tree it measures").
       def measure(options)
         return @memory.report(options[:pid]) unless options[:tree]
 

@@ -41,7 +41,8 @@ module Herd
       end
 
       # @param request [Request]
-      # @return [Array(IO, Integer, Hash, nil)] rack.input (rewound), its size, and the trailers (env-keyed) of a chunked body
+      # @return [Array(IO, Integer, Hash, nil)] rack.input (rewound), its size, and the trailers
+      #   (env-keyed) of a chunked body
       # @raise [RequestError] 400, 408, 413, 431
       def read(request)
         return [BodySpool.empty, 0, nil] unless request.body?

@@ -9,7 +9,8 @@ module Herd
     # @!attribute target
     #   @return [String, nil] path and query as requested
     # @!attribute status
-    #   @return [Integer, nil] the status written (the error's for a refused request, 500 for a failed application); nil if nothing was written (client gone, full hijack)
+    #   @return [Integer, nil] the status written (the error's for a refused request, 500 for a
+    #     failed application); nil if nothing was written (client gone, full hijack)
     # @!attribute bytes_sent
     #   @return [Integer] response body bytes written (not counting the head or chunk framing)
     # @!attribute duration
@@ -19,7 +20,8 @@ module Herd
     # @!attribute kept_alive
     #   @return [Boolean] whether the connection stays open for the client's next request (the `keep_alive` option)
     # @!attribute error
-    #   @return [Exception, nil] what went wrong: a {RequestError}, {ClientDisconnected}, {InvalidResponse} or the application's exception
+    #   @return [Exception, nil] what went wrong: a {RequestError}, {ClientDisconnected},
+    #     {InvalidResponse} or the application's exception
     # @api public
     #   (the `after_request_complete` hook's argument; the rest of Herd::HTTP is private)
     Exchange = Struct.new(:method, :target, :status, :bytes_sent, :duration, :hijacked, :error, :kept_alive, keyword_init: true)

@@ -12,7 +12,8 @@ module Herd
     # Serves one request per accepted socket with a Rack application.
     #
     #   handler = Herd::HTTP::Handler.new(app, Herd::HTTP::Options.new(max_body: 10 << 20))
-    #   exchange = handler.call(socket, remote_addr: "127.0.0.1", server_name: "localhost", server_port: 8080) do |method, target|
+    #   exchange = handler.call(socket, remote_addr: "127.0.0.1", server_name: "localhost",
+    #     server_port: 8080) do |method, target|
     #     # the head is parsed, the body and the application are next
     #   end
     #
@@ -52,11 +53,15 @@ module Herd
       # @param server_name [String] SERVER_NAME
       # @param server_port [Integer, String] SERVER_PORT (a String saves a conversion per request)
       # @param url_scheme [String] rack.url_scheme ("http" or "https")
-      # @param on_request [#call, nil] called with (method, target) once the head is parsed; a block does the same (a callable made once saves a Proc per request)
-      # @param reader [SocketReader, nil] the client's reader when bytes were read already (see {SocketReader#head_decided?}); its head deadline stands
-      # @param request [Request, nil] the head {HeadScanner.receive} read and parsed already, its headers the env begun from
-      #   {EnvBuilder#template}, which must have been made with this call's server_name, server_port and url_scheme (the env has the template's)
-      # @param keep_alive [Boolean] the caller would keep the connection open for another request (see {Options#keep_alive}); the exchange says whether it did
+      # @param on_request [#call, nil] called with (method, target) once the head is parsed; a block
+      #   does the same (a callable made once saves a Proc per request)
+      # @param reader [SocketReader, nil] the client's reader when bytes were read already (see
+      #   {SocketReader#head_decided?}); its head deadline stands
+      # @param request [Request, nil] the head {HeadScanner.receive} read and parsed already, its
+      #   headers the env begun from {EnvBuilder#template}, which must have been made with this
+      #   call's server_name, server_port and url_scheme (the env has the template's)
+      # @param keep_alive [Boolean] the caller would keep the connection open for another request
+      #   (see {Options#keep_alive}); the exchange says whether it did
       # @yieldparam method [String] called once the head is parsed, before the body is read and the application runs
       # @yieldparam target [String]
       # @return [Exchange]

@@ -19,9 +19,11 @@ module Herd
     # @!attribute [r] body_spool_threshold
     #   @return [Integer] bodies up to this size stay in memory (StringIO), larger ones go to an unlinked Tempfile
     # @!attribute [r] read_timeout
-    #   @return [Numeric] seconds a client has to send its whole head, and at most between two reads of its body; then 408
+    #   @return [Numeric] seconds a client has to send its whole head, and at most between two reads
+    #     of its body; then 408
     # @!attribute [r] max_pending_heads
-    #   @return [Integer] connections a `herd serve` worker holds while their request heads arrive (slow clients); one more makes the oldest get 408
+    #   @return [Integer] connections a `herd serve` worker holds while their request heads arrive
+    #     (slow clients); one more makes the oldest get 408
     # @!attribute [r] keep_alive
     #   @return [Numeric, false] seconds a `herd serve` worker keeps a connection open for the client's next
     #     request after a response (HTTP/1.1, a response herd frames itself); false (the default): every

@@ -378,13 +378,13 @@ module Herd
       # A whole response in one String, and nothing after it: on TCP, sent
       # with MSG_MORE, so that the kernel holds its last segment, then ended
       # (#end_of_response) with shutdown(SHUT_WR), which sends that segment
-      # and the FIN together: 8 segments per request on loopback instead of
-      # 10 (bench/results/http-paired-fin-with-data.md). The shutdown, not
-      # the close: close(2) on a socket with unread input (a stray CRLF after
-      # a body, a pipelined request) sends a reset and drops what the socket
-      # still holds, the whole response here. In `ensure`: an exception
-      # landing after the send must not leave the response held. With the
-      # C extension, the send and the shutdown are one call ({FinalSend}).
+      # and the FIN together, in fewer segments per request (docs/HTTP.md,
+      # "Responses"). The shutdown, not the close: close(2) on a socket with
+      # unread input (a stray CRLF after a body, a pipelined request) sends a
+      # reset and drops what the socket still holds, the whole response here.
+      # In `ensure`: an exception landing after the send must not leave the
+      # response held. With the C extension, the send and the shutdown are one
+      # call ({FinalSend}).
       def write_last(string)
         return write_one(string) unless MSG_MORE && @io.is_a?(TCPSocket)
 

@@ -35,9 +35,9 @@ module Herd
       # The buffer socket reads land in, one per thread (per fiber), reused
       # by every reader. A read without one allocates a READ_SIZE string
       # each time, which keeps its 16 KiB capacity after a short read: for
-      # a small request, most of the C memory a worker allocates (hello
-      # world: 19.9 KB per request with it, 3.6 without), and with no GC for
-      # hundreds of requests it piles up in pages of the worker's own.
+      # a small request, most of the C memory a worker allocates
+      # (ARCHITECTURE.md, "The hot path"), and with no GC for hundreds of
+      # requests it piles up in pages of the worker's own.
       # What is read is copied out of it, at its size.
       # @return [String]
       def self.scratch

@@ -228,7 +228,8 @@ module Herd
         # @option options [Boolean] :reuseport SO_REUSEPORT
         # @option options [Integer] :umask for a UNIX socket's file
         # @option options [Boolean] :tcp_nodelay TCP_NODELAY on accepted sockets (default true)
-        # @option options [Integer, false] :tcp_defer_accept TCP_DEFER_ACCEPT seconds (Linux; default 1, false turns it off): accept(2) returns once the request's first bytes arrived
+        # @option options [Integer, false] :tcp_defer_accept TCP_DEFER_ACCEPT seconds (Linux;
+        #   default 1, false turns it off): accept(2) returns once the request's first bytes arrived
         def listen(address, **options)
           @config.add_listener(address, **options)
         end
