@@ -5,12 +5,12 @@
  * What Herd::Server::Listener#accept does in Ruby (TCPServer#accept_nonblock,
  * then getpeername and Socket.unpack_sockaddr_in for REMOTE_ADDR) costs two
  * system calls more per connection: accept_nonblock makes an fcntl on the
- * listener each time it is called (it was called 1.5 times per request under
- * load), and the peer's address, which accept4 already returned, is asked for
- * again. Unicorn (kgio) does it this way too. Same socket class, same flags
- * (close-on-exec and non-blocking, as Ruby's), same address text (getnameinfo,
- * numeric, as Socket.unpack_sockaddr_in): test/server/tcp_accept_test.rb
- * compares the two.
+ * listener each time it is called (more than once per request under load,
+ * when the queue is often empty), and the peer's address, which accept4
+ * already returned, is asked for again. Unicorn (kgio) does it this way too.
+ * Same socket class, same flags (close-on-exec and non-blocking, as Ruby's),
+ * same address text (getnameinfo, numeric, as Socket.unpack_sockaddr_in):
+ * test/server/tcp_accept_test.rb compares the two.
  */
 #include <ruby.h>
 #include <ruby/io.h>

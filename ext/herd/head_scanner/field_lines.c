@@ -17,9 +17,10 @@
  * (given twice, the same number), no content-length together with
  * transfer-encoding.
  *
- * Why C: under load the Ruby code cost a worker about 4 us of CPU per
- * hello-world response (three regular expressions and a dozen method calls
- * on cold caches), a tenth of its user time.
+ * Why C: under load the Ruby code (three regular expressions and dozens of
+ * method calls, on cold caches) was a noticeable share of a worker's CPU
+ * per hello-world response (docs/HTTP.md, "The parser: a strict Ruby
+ * parser, and a C scanner in front of it").
  */
 #include <ruby.h>
 #include <ruby/encoding.h>

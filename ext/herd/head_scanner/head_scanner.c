@@ -16,9 +16,10 @@
  * Host that is a reg-name with an optional port (an HTTP/1.1 request must
  * have one); no control character anywhere but the CRLFs.
  *
- * Why C: under load the Ruby parser cost a worker 10-14 us of CPU per
- * hello-world request (its regexes and method calls on cold caches), more
- * than a third of the worker's user time (bench/results/http_parser.md).
+ * Why C: under load the Ruby parser cost a worker far more than on warm
+ * caches (its regexes and method calls), a large share of its user time on
+ * a hello-world request (docs/HTTP.md, "The parser: a strict Ruby parser,
+ * and a C scanner in front of it").
  */
 #include <ruby.h>
 #include <ruby/encoding.h>

@@ -3,11 +3,11 @@
  * pool worker makes right after its fork (PR_SET_PDEATHSIG).
  *
  * Through Fiddle the call ran libffi and Fiddle's argument conversion in a
- * process whose every page is still shared with its parent: ~65 page faults
- * and ~2.8 ms of CPU per worker on the 2-vCPU VM herd is benchmarked on,
- * which was a fifth of a two-item Herd.map. Here it is one C function in a
- * library the parent already loaded. Herd::Linux keeps the Fiddle path
- * where this file is not built, and HERD_HEAD_SCANNER=0 chooses it.
+ * process whose every page is still shared with its parent, a page fault at
+ * each step and a large part of what a small Herd.map costs (docs/POOL.md,
+ * "Cost per call"). Here it is one C function in a library the parent already
+ * loaded. Herd::Linux keeps the Fiddle path where this file is not built, and
+ * HERD_HEAD_SCANNER=0 chooses it.
  */
 #include <ruby.h>
 #ifdef HAVE_SYS_PRCTL_H

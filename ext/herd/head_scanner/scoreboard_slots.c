@@ -4,13 +4,14 @@
  *
  * The scoreboard is a shared anonymous mapping (Herd::SharedMemory::Native,
  * shared_memory.c) that the monitor reads for timeouts and /stats. These
- * functions take that mapping object and a slot number, never an address,
- * and check the slot against the mapping's size before writing. From Ruby,
- * a request's writes took some 25 method calls (the label put together,
- * packed numbers, Fiddle copies), about 3 us of a live worker's CPU. Here
- * they are plain stores, the start time last with release order, so a
- * monitor that sees it set sees the label that goes with it (the Ruby code
- * relies on the order of two copies for the same).
+ * functions take that mapping object and a slot number, never an address, and
+ * check the slot against the mapping's size before writing. From Ruby, a
+ * request's writes took some 25 method calls (the label put together, packed
+ * numbers, Fiddle copies), a few microseconds of a live worker's CPU
+ * (ARCHITECTURE.md, "Where a request's CPU goes"). Here they are plain
+ * stores, the start time last with release order, so a monitor that sees it
+ * set sees the label that goes with it (the Ruby code relies on the order of
+ * two copies for the same).
  *
  * The slot layout is Scoreboard's (lib/herd/server/scoreboard.rb): started
  * (us, 0 when idle), requests, 8 bytes unused, then the label, ended by a
