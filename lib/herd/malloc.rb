@@ -244,7 +244,8 @@ module Herd
           free: Fiddle::Function.new(libc["free"], [address], Fiddle::TYPE_VOID, need_gvl: true),
           malloc_trim: Fiddle::Function.new(libc["malloc_trim"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_INT),
           sbrk: Fiddle::Function.new(libc["sbrk"], [Fiddle::TYPE_INTPTR_T], address),
-          madvise: Fiddle::Function.new(libc["madvise"], [address, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+          madvise: Fiddle::Function.new(libc["madvise"], [address, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT],
+            Fiddle::TYPE_INT)
         }
       rescue Fiddle::DLError => e
         unsupported!("no glibc (#{e.message})")

@@ -47,7 +47,8 @@ module Herd
       def to_s
         return "GC page descriptors left in place: #{skipped}" if skipped
 
-        format("%d GC page descriptors packed: %d -> %d pages of memory, %.1f ms", moved, pages_before, pages_after, duration * 1000)
+        format("%d GC page descriptors packed: %d -> %d pages of memory, %.1f ms",
+          moved, pages_before, pages_after, duration * 1000)
       end
 
       # @return [Boolean] whether any descriptor moved

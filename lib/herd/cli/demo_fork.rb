@@ -29,7 +29,8 @@ module Herd
       def parse(argv)
         options = {objects: 1_000_000, children: 2}
         parse_options(argv.dup, options) do |opts|
-          opts.on("--objects N", Integer, "young objects to build in the parent (default 1,000,000)") { |n| options[:objects] = n }
+          opts.on("--objects N", Integer,
+            "young objects to build in the parent (default 1,000,000)") { |n| options[:objects] = n }
           opts.on("--children N", Integer, "children per kind of fork (default 2)") { |n| options[:children] = n }
         end
         return options if options[:help]

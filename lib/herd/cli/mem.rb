@@ -37,11 +37,14 @@ module Herd
           opts.separator ""
           opts.separator "Memory of a process (PSS, USS, what is still shared) from /proc/PID/smaps_rollup."
           opts.separator ""
-          opts.on("-t", "--tree", "include every descendant (but herd mem itself), and a total") { options[:tree] = true }
-          opts.on("-j", "--json", "print JSON (sizes in bytes); one document per line with --watch") { options[:json] = true }
+          opts.on("-t", "--tree",
+            "include every descendant (but herd mem itself), and a total") { options[:tree] = true }
+          opts.on("-j", "--json",
+            "print JSON (sizes in bytes); one document per line with --watch") { options[:json] = true }
           opts.on("-w", "--watch SECONDS", Float, "reprint every SECONDS until interrupted") { |s| options[:watch] = s }
           opts.on("--count N", Integer, "with --watch: stop after N reports") { |n| options[:count] = n }
-          opts.on("-r", "--record FILE", "with --watch: also append each report to FILE, one JSON line each (herd plot FILE)") do |file|
+          opts.on("-r", "--record FILE",
+            "with --watch: also append each report to FILE, one JSON line each (herd plot FILE)") do |file|
             options[:record] = file
           end
         end

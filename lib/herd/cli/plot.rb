@@ -32,7 +32,8 @@ module Herd
         options = {by: :role}
         files = parse_options(argv, options, name: "plot") do |opts|
           opts.on("-o", "--output FILE", "where to write: .svg or .html") { |file| options[:output] = file }
-          opts.on("--by KEY", %w[role generation], "stack by role (default) or generation") { |key| options[:by] = key.to_sym }
+          opts.on("--by KEY", %w[role generation],
+            "stack by role (default) or generation") { |key| options[:by] = key.to_sym }
           opts.on("--title TEXT", "the plot's title") { |text| options[:title] = text }
         end
         return options if options[:help]

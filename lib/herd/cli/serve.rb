@@ -43,23 +43,29 @@ module Herd
           opts.banner = BANNER
           # No abbreviations: `-t` would otherwise complete to --timeout.
           opts.require_exact = true
-          opts.on("-c", "--config FILE", "Ruby config file (default: config/herd.rb when it exists; docs/CONFIGURATION.md)") { |path| file = path }
-          opts.on("-w", "--workers N", Integer, "worker processes (default: $WEB_CONCURRENCY, else usable CPUs)") { |n| flags.workers = n }
+          opts.on("-c", "--config FILE",
+            "Ruby config file (default: config/herd.rb when it exists; docs/CONFIGURATION.md)") { |path| file = path }
+          opts.on("-w", "--workers N", Integer,
+            "worker processes (default: $WEB_CONCURRENCY, else usable CPUs)") { |n| flags.workers = n }
           opts.on("-l", "--listen ADDRESS", "host:port, [ipv6]:port, port (every interface) or unix:/path; repeatable (default 0.0.0.0:8080)") do |address|
             flags.listen << address
           end
-          opts.on("-p", "--port PORT", Integer, "listen on this port, every interface (default: $PORT, else 8080)") { |port| flags.port = port }
-          opts.on("-b", "--bind HOST", "listen on this host (with -p's port), or on Puma's tcp://HOST:PORT or unix://PATH") do |bind|
+          opts.on("-p", "--port PORT", Integer,
+            "listen on this port, every interface (default: $PORT, else 8080)") { |port| flags.port = port }
+          opts.on("-b", "--bind HOST",
+            "listen on this host (with -p's port), or on Puma's tcp://HOST:PORT or unix://PATH") do |bind|
             puma_style_bind(bind, flags)
           end
-          opts.on("--timeout SECONDS", Float, "kill a worker stuck in one request this long (default 30)") { |s| others << ->(c) { c.timeout = s } }
+          opts.on("--timeout SECONDS", Float,
+            "kill a worker stuck in one request this long (default 30)") { |s| others << ->(c) { c.timeout = s } }
           opts.on("--access-log PATH", "one line per request (- for stdout)") do |path|
             others << ->(c) { c.access_log = (path == "-") ? @out : path }
           end
           opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
             others << ->(c) { c.subreaper = false }
           end
-          opts.on(Server::LeanMonitor::FLAG, "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
+          opts.on(Server::LeanMonitor::FLAG,
+            "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
           opts.on("-h", "--help") do
             @out.puts(opts)
             return nil

@@ -41,9 +41,11 @@ module Herd
           opts.separator ""
           opts.separator "ADDRESS is the server's control_listen: unix:/path/herd.sock or host:port."
           opts.separator ""
-          opts.on("-p", "--pidfile FILE", "the server's pidfile: find its control endpoint from its monitor") { |f| options[:pidfile] = f }
+          opts.on("-p", "--pidfile FILE",
+            "the server's pidfile: find its control endpoint from its monitor") { |f| options[:pidfile] = f }
           opts.on("-i", "--interval SECONDS", Float, "refresh every SECONDS (default 1)") { |s| options[:interval] = s }
-          opts.on("--once", "print one snapshot and exit (the default on a pipe or a dumb terminal)") { options[:once] = true }
+          opts.on("--once",
+            "print one snapshot and exit (the default on a pipe or a dumb terminal)") { options[:once] = true }
         end
         return options if options[:help]
 

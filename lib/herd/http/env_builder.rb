@@ -38,7 +38,8 @@ module Herd
       # @return [Hash] frozen
       def template(server_name, server_port, url_scheme)
         # Frozen values: every env of the worker's life shares them.
-        template = @constant.merge("SERVER_NAME" => -server_name, "SERVER_PORT" => -server_port, "rack.url_scheme" => -url_scheme)
+        template = @constant.merge("SERVER_NAME" => -server_name, "SERVER_PORT" => -server_port,
+          "rack.url_scheme" => -url_scheme)
         PER_REQUEST.each { |key| template[key] = nil }
         template.freeze
       end

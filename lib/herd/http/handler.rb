@@ -65,7 +65,8 @@ module Herd
       # @yieldparam method [String] called once the head is parsed, before the body is read and the application runs
       # @yieldparam target [String]
       # @return [Exchange]
-      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", on_request: nil, reader: nil, request: nil, keep_alive: false, &block)
+      def call(client, remote_addr:, server_name:, server_port:, url_scheme: "http", on_request: nil, reader: nil,
+        request: nil, keep_alive: false, &block)
         on_request ||= block
         connection = Connection.new(remote_addr, server_name, server_port.to_s, url_scheme)
         Transaction.new(self, client, connection, on_request, reader, request, keep_alive).run

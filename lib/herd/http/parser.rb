@@ -57,7 +57,8 @@ module Herd
 
       # @param max_header_count [Integer] more header lines get 431
       # @param scanner [#scan, nil] the C fast path ({HeadScanner}); nil parses everything in Ruby
-      def initialize(max_header_count: Options.defaults[:max_header_count], scanner: HeadScanner.unused_reason ? nil : HeadScanner)
+      def initialize(max_header_count: Options.defaults[:max_header_count],
+        scanner: HeadScanner.unused_reason ? nil : HeadScanner)
         @max_header_count = max_header_count
         @scanner = scanner
         @env_keys = {}

@@ -19,13 +19,15 @@ module Herd
         pointer = Fiddle::TYPE_UINTPTR_T
         # With the GVL held: nothing else may run Ruby code meanwhile.
         @memcpy = Fiddle::Function.new(libc["memcpy"], [pointer, pointer, Fiddle::TYPE_SIZE_T], pointer, need_gvl: true)
-        @sigmask = Fiddle::Function.new(libc["pthread_sigmask"], [Fiddle::TYPE_INT, pointer, pointer], Fiddle::TYPE_INT, need_gvl: true)
+        @sigmask = Fiddle::Function.new(libc["pthread_sigmask"], [Fiddle::TYPE_INT, pointer, pointer], Fiddle::TYPE_INT,
+          need_gvl: true)
         @word = ("\0" * Layout::WORD).b
         @word_address = Fiddle::Pointer[@word].to_i
         @all_signals = Fiddle::Pointer.malloc(SIGSET_BYTES, Fiddle::RUBY_FREE)
         @all_signals[0, SIGSET_BYTES] = "\xFF".b * SIGSET_BYTES
         @saved_signals = Fiddle::Pointer.malloc(SIGSET_BYTES, Fiddle::RUBY_FREE)
-        @mincore = Fiddle::Function.new(libc["mincore"], [pointer, Fiddle::TYPE_SIZE_T, pointer], Fiddle::TYPE_INT, need_gvl: true)
+        @mincore = Fiddle::Function.new(libc["mincore"], [pointer, Fiddle::TYPE_SIZE_T, pointer], Fiddle::TYPE_INT,
+          need_gvl: true)
         @residency = Fiddle::Pointer.malloc(1, Fiddle::RUBY_FREE)
       end
 

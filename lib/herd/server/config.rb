@@ -160,7 +160,8 @@ module Herd
       # @param address [String, Integer] see {DSL#listen}
       # @raise [ConfigError] for an address or option that makes no sense
       # @return [void]
-      def add_listener(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true, tcp_defer_accept: Listener::DEFER_ACCEPT)
+      def add_listener(address, backlog: nil, reuseport: false, umask: nil, tcp_nodelay: true,
+        tcp_defer_accept: Listener::DEFER_ACCEPT)
         spec = Listener::Spec.new(address: address.to_s, backlog: backlog, reuseport: reuseport, umask: umask,
           tcp_nodelay: tcp_nodelay, tcp_defer_accept: tcp_defer_accept)
         spec.validate!

@@ -109,7 +109,9 @@ module Herd
         @scoreboard&.write_with(ScoreboardSlots) if c_extension && defined?(ScoreboardSlots)
         return unless c_extension && HTTP::HeadScanner.respond_to?(:receive)
 
-        @env_templates = @listeners.to_h { |listener| [listener, @handler.env_builder.template(listener.host, listener.port_string, URL_SCHEME)] }
+        @env_templates = @listeners.to_h do |listener|
+          [listener, @handler.env_builder.template(listener.host, listener.port_string, URL_SCHEME)]
+        end
       end
 
       def adopted_by_monitor
@@ -216,7 +218,8 @@ module Herd
       # it is the common case, in C (HeadScanner.receive): a Request, or
       # the bytes read (a String), or nil for nothing read.
       def receive(client, listener)
-        @env_templates && HTTP::HeadScanner.receive(client, @env_templates[listener], @max_request_line, @max_header_bytes, @max_header_count)
+        @env_templates &&
+          HTTP::HeadScanner.receive(client, @env_templates[listener], @max_request_line, @max_header_bytes, @max_header_count)
       end
 
       def hold(pending)
@@ -242,7 +245,8 @@ module Herd
       # option): held like a connection whose head is on its way, silent
       # for `keep_alive` seconds at most.
       def keep(client, remote, listener)
-        hold(PendingConnections::Pending.new(client, remote, listener, HTTP::SocketReader.new(client, @read_timeout, idle: @keep_alive)))
+        hold(PendingConnections::Pending.new(client, remote, listener,
+          HTTP::SocketReader.new(client, @read_timeout, idle: @keep_alive)))
       end
 
       # Their head's time is up: the handler answers 408 (or serves a head
@@ -252,7 +256,8 @@ module Herd
       end
 
       def serve_pending(pending, request: nil, keep_alive: true)
-        serve_client(pending.client, pending.remote, pending.listener, request ? nil : pending.reader, request, keep_alive: keep_alive)
+        serve_client(pending.client, pending.remote, pending.listener, request ? nil : pending.reader, request,
+          keep_alive: keep_alive)
         now_and_then
       end
 
@@ -273,7 +278,8 @@ module Herd
 
       def serve_client(client, remote, listener, reader, request = nil, keep_alive: true)
         exchange = @handler.call(client, remote_addr: remote, server_name: listener.host, server_port: listener.port_string,
-          url_scheme: URL_SCHEME, on_request: @on_request, reader: reader, request: request, keep_alive: keep_alive && @keep_alive != false && !@stopping)
+          url_scheme: URL_SCHEME, on_request: @on_request, reader: reader, request: request,
+          keep_alive: keep_alive && @keep_alive != false && !@stopping)
         # A kept connection that ended (closed by its client, or silent for
         # its idle time) without a request: no request to count, log or hook.
         return if reader&.idle?
