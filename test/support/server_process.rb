@@ -14,7 +14,8 @@ module Herd
   # a process group of its own, follows its log, waits for it to be ready,
   # sends it requests and signals, and in #cleanup kills and reaps every
   # process it started, whatever the test did. ServerHarness runs `herd
-  # serve` with it; AppServer and FaultRunner hold one.
+  # serve` with it; AppServer and FaultRunner hold one; rackup_test and
+  # nginx_test run their servers with it.
   class ServerProcess
     READY = /monitor: ready: (\d+) workers serving (\S+)/
 
