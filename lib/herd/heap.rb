@@ -160,7 +160,8 @@ module Herd
       #   `Process.warmup` exists (it compacts), `:auto` calls it only when
       #   compacting is due, and promotes with GCs otherwise. nil is false
       # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
-      # @param max_gc_runs [Integer] at most this many GCs
+      # @param max_gc_runs [Integer] at most this many GCs to promote (a GC
+      #   Ruby started meanwhile is still finished: a fork must not land in it)
       # @param young_ratio [Float] stop when young <= live * young_ratio
       # @param fill_free_slots [Boolean] fill the heap's free slots with
       #   placeholder objects, kept alive by the returned report. A child's

@@ -74,5 +74,22 @@ module Herd
       @server.ready
       @server
     end
+
+    # USR2, then waits for the new mold and its first `workers` workers.
+    def refork_to(generation, workers: 1)
+      @server.signal("USR2")
+      @server.wait_for(/mold \(gen #{generation}\), pid \d+ ready/)
+      workers.times { |number| @server.wait_for(/worker #{number} \(gen #{generation}\), pid \d+ ready/) }
+    end
+
+    # @return [Array<Array(Integer, String)>] each live descendant's parent
+    #   pid and title, without its request count
+    def titles
+      tree = Herd::Memory::ProcessTree.new
+      # Not zombies: the middle process of a mold's double fork may not be
+      # reaped yet when the worker it forked reports ready.
+      @server.descendants.select { |pid| Herd::Procfs.alive?(pid) }
+        .map { |pid| [tree.ppid(pid), tree.title(pid).sub(/ requests=\d+/, "")] }
+    end
   end
 end

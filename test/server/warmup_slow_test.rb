@@ -7,7 +7,7 @@ require "herd/server/config"
 # `warmup`: a fresh mold sends its app GET requests before it forks the
 # workers, so that what those requests build is shared, not built again in
 # every worker.
-class ServerWarmupTest < Herd::Test
+class ServerWarmupSlowTest < Herd::Test
   APP = <<~RUBY
     CACHE = {}
     WARMED = []

@@ -4,7 +4,7 @@ require "test_helper"
 require "support/server_harness"
 
 # HUP: new code and settings from disk, without refusing a request.
-class ServerReloadTest < Herd::Test
+class ServerReloadSlowTest < Herd::Test
   def self.test_timeout
     120
   end

@@ -5,7 +5,7 @@ require "support/control_server"
 
 # `herd top`, in a real terminal: tmux runs it, capture-pane reads the
 # screen, send-keys presses q.
-class TopTest < Herd::ControlServerTest
+class TopSlowTest < Herd::ControlServerTest
   def setup
     serve_with_control(config: "workers 2\npidfile \"herd.pid\"\n")
   end

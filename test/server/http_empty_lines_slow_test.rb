@@ -7,7 +7,7 @@ require "support/kept_connections"
 # RFC 9112 §2.2 through a real server with `keep_alive`: the empty line a
 # client sends after a POST body, in the body's write or before its next
 # request, is dropped (4 at most), with the C first read and in Ruby alike.
-class ServerHTTPEmptyLinesTest < Herd::Test
+class ServerHTTPEmptyLinesSlowTest < Herd::Test
   include Herd::ServerTest
   include Herd::KeptConnections
 

@@ -5,7 +5,7 @@ require "support/server_harness"
 
 # Logs as a service manager keeps them: stdout and stderr in files, and
 # logrotate's USR1.
-class ServerLogFilesTest < Herd::Test
+class ServerLogFilesSlowTest < Herd::Test
   # Buffered stdout, as a Ruby app gets when stdout is a file (herd makes it
   # synchronous; an app may turn that off): one line per request, and one
   # from each process's at_exit hook.

@@ -5,7 +5,7 @@ require "support/control_server"
 
 # refork_when and worker_memory_limit on a server whose app grows its
 # memory on purpose: GET /grow?mb=N keeps N MiB of private, written memory.
-class ServerMemoryPolicyTest < Herd::ControlServerTest
+class ServerMemoryPolicySlowTest < Herd::ControlServerTest
   APP = <<~RUBY
     HOG = []
     run ->(env) {

@@ -4,7 +4,7 @@ require "test_helper"
 require "support/server_harness"
 
 # Signals an operator sends, to the monitor and, by mistake, to its children.
-class ServerOperatorSignalsTest < Herd::Test
+class ServerOperatorSignalsSlowTest < Herd::Test
   SLOW_APP = <<~RUBY
     run ->(env) {
       if env["PATH_INFO"] == "/slow"

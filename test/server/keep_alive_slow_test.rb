@@ -8,7 +8,7 @@ require "herd/http"
 # `http keep_alive: SECONDS`: a worker keeps a connection open after a
 # response it frames itself, for the client's next request, and closes it
 # after the idle time, without a 408; everything else still closes.
-class KeepAliveTest < Herd::Test
+class KeepAliveSlowTest < Herd::Test
   include Herd::ServerTest
   include Herd::KeptConnections
 
