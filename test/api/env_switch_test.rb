@@ -12,21 +12,17 @@ class EnvSwitchTest < Herd::Test
   UNEXPECTED = [nil, "", "  ", "2", "00", "fasle", "disable", "O"].freeze
 
   def test_off_words_turn_off_a_switch_that_is_on_by_default
-    %w[0 false no off FALSE Off NO].push(" 0 ", "off\n").each do |value|
-      assert SWITCH.off?(value), "#{value.inspect} turns it off"
-    end
-    (UNEXPECTED + %w[1 true yes on]).each do |value|
-      refute SWITCH.off?(value), "#{value.inspect} leaves it on"
-    end
+    assert_reads(:off?, %w[0 false no off FALSE Off NO].push(" 0 ", "off\n"), UNEXPECTED + %w[1 true yes on])
   end
 
   def test_on_words_turn_on_a_switch_that_is_off_by_default
-    %w[1 true yes on TRUE On YES].push(" 1 ", "yes\n").each do |value|
-      assert SWITCH.on?(value), "#{value.inspect} turns it on"
-    end
-    (UNEXPECTED + %w[0 false no off]).each do |value|
-      refute SWITCH.on?(value), "#{value.inspect} leaves it off"
-    end
+    assert_reads(:on?, %w[1 true yes on TRUE On YES].push(" 1 ", "yes\n"), UNEXPECTED + %w[0 false no off])
+  end
+
+  # `question` answers true for each of `flipping` and false for `keeping`.
+  def assert_reads(question, flipping, keeping)
+    flipping.each { |value| assert SWITCH.public_send(question, value), "#{value.inspect} flips it" }
+    keeping.each { |value| refute SWITCH.public_send(question, value), "#{value.inspect} keeps its default" }
   end
 
   def test_the_switches_read_the_same_words
