@@ -7,7 +7,7 @@ module Herd
     # start, so the re-exec is the one moment they can be set for the whole
     # tree (monitor, molds, workers). A variable the user set wins: herd
     # only fills in the ones missing. Why each, with the runs that chose
-    # them: docs/COPY_ON_WRITE.md, "Ruby's GC settings".
+    # them: docs/CONFIGURATION.md, "Ruby's GC settings".
     #
     # - RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.25 (Ruby's default 0.65):
     #   heap pages are given back once a quarter of the heap is free, so
