@@ -130,6 +130,15 @@ class OutOfBandGCTest < Herd::Test
     refute @oob.stood_down?
   end
 
+  def test_a_few_misfires_over_a_long_life_do_not_stop_it
+    return assert_it_never_stops unless Herd::Server::OutOfBandGC::NEED_MAJOR_KNOWN
+
+    assert_collects_each_budget(30, from: 1)
+    @gc.need_major_by = :nofree
+    assert_collects_each_budget(2, from: 31)
+    refute @oob.stood_down?, "2 of 32 GCs"
+  end
+
   # Ruby 3.1's GC.latest_gc_info has no :need_major_by: it never stops there.
   def assert_it_never_stops
     @gc.need_major_by = :nofree

@@ -30,10 +30,12 @@ module Herd
 
       # Whether GC.latest_gc_info says if the next GC is a major one.
       NEED_MAJOR_KNOWN = GC.latest_gc_info.key?(:need_major_by)
-      # GCs of ours that left a major GC due, after which it stops: one may
-      # come from the heap's own growth, a second says the heap is too
-      # tight for it.
+      # GCs of ours that left a major GC due, after which it stops, when
+      # they are also MISFIRE_SHARE of its GCs or more: one may come from
+      # the heap's own growth, and a long-lived worker meets a few; more,
+      # and that often, say the heap is too tight for it.
       MISFIRES = 2
+      MISFIRE_SHARE = 0.1
 
       # @return [Integer] GCs run so far
       attr_reader :runs
@@ -47,6 +49,7 @@ module Herd
         @gc = gc
         @runs = 0
         @misfires = 0
+        @stood_down = false
         remember
       end
 
@@ -69,10 +72,10 @@ module Herd
       end
 
       # Whether it has stopped for good in this process: its GCs kept
-      # leaving Ruby's next GC a major one ({MISFIRES}).
+      # leaving Ruby's next GC a major one ({MISFIRES}, {MISFIRE_SHARE}).
       # @return [Boolean]
       def stood_down?
-        @misfires >= MISFIRES
+        @stood_down
       end
 
       private
@@ -85,6 +88,7 @@ module Herd
         @gc.start(full_mark: false, immediate_sweep: true)
         @runs += 1
         @misfires += 1 if major_due?
+        @stood_down ||= @misfires >= MISFIRES && @misfires >= @runs * MISFIRE_SHARE
         remember
       end
 
