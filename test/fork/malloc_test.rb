@@ -51,7 +51,9 @@ class MallocTest < Herd::Test
       p Herd::Malloc.seal_free_chunks.released
     RUBY
     assert status.success?, err
-    assert_operator Integer(out), :>=, 64 * 90_000, "the pages inside 64 freed 100 KB blocks"
+    # Ruby's own mallocs between the frees and the seal may take a few of
+    # the freed blocks back (glibc splits a free chunk for small requests).
+    assert_operator Integer(out), :>=, 56 * 90_000, "the pages inside most of 64 freed 100 KB blocks"
   end
 
   # 2,000 small free chunks, one per page, as a booted app leaves them: a
