@@ -6,6 +6,7 @@ require_relative "version"
 require_relative "errors"
 require_relative "server/config"
 require_relative "server/monitor"
+require_relative "server/service"
 
 module Herd
   # `herd serve`: a preforking Rack server with a monitor, a mold and sibling
@@ -15,7 +16,7 @@ module Herd
     # @param config [Config]
     # @return [Integer] exit status
     def self.run(config)
-      Monitor.new(config).run
+      Monitor.new(config, service: Service.new).run
     end
   end
 end

@@ -8,7 +8,7 @@ class SlowClientsSlowTest < Herd::Test
   include Herd::SlowClients
 
   # Closing a held connection on stop would reset a client whose request
-  # is on its way: its head gets STOP_GRACE more seconds, then 408.
+  # is on its way: its head gets RequestLoop::HEAD_GRACE more seconds, then 408.
   def test_a_graceful_stop_answers_the_heads_it_holds
     start("http read_timeout: 30\n")
     open_slow(1)

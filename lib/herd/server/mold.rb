@@ -3,21 +3,18 @@
 require_relative "../heap"
 require_relative "forking"
 require_relative "../linux"
-require_relative "app_loader"
 require_relative "context"
 require_relative "role_accessors"
 require_relative "link"
 require_relative "worker"
 require_relative "child_signals"
 require_relative "log_files"
-require_relative "connection_release"
-require_relative "rack_autoloads"
 require_relative "../process_exit"
 
 module Herd
   module Server
-    # Loads the application, prepares the heap, and forks workers when the
-    # monitor asks. In a separate process under a subreaper (Linux), it forks
+    # Loads the application (its service says how), prepares the heap, and
+    # forks workers when the monitor asks. In a separate process under a subreaper (Linux), it forks
     # each worker by double fork so the worker becomes the monitor's child;
     # without one, the monitor plays this role itself and forks directly.
     # @api private
@@ -26,9 +23,10 @@ module Herd
 
       attr_reader :info
 
-      def initialize(generation:, listeners:, context:)
+      # @param service [Service] what the workers do
+      def initialize(generation:, service:, context:)
         @info = MoldInfo.new(generation: generation, pid: Process.pid)
-        @listeners = listeners
+        @service = service
         @context = context
       end
 
@@ -56,15 +54,12 @@ module Herd
       # monitor without subreaper).
       def boot
         unless @app
-          @app = AppLoader.load(config)
+          @app = @service.load_app(config, log, role)
           warn_about_shadowed_gems
-          log.info(role, HTTP::HeadScanner.describe)
         end
         hooks.run(:after_mold_fork, log, role, @context, @info)
-        unless @promoted
-          load_rack_autoloads
-          warm_up
-        end
+        # Not in a promoted mold: the worker it comes from has served real traffic.
+        @service.warm_up_mold(@app, config, log, role) unless @promoted
         warn_about_threads
         prepare_heap
       end
@@ -82,7 +77,7 @@ module Herd
         start = proc do
           in_child.call
           Worker.new(number: number, generation: generation, slot: slot, surge: surge, link: Link.new(worker_io),
-            listeners: @listeners, app: @app, context: @context).run(signals)
+            service: @service, app: @app, context: @context).run(signals)
         end
         pid = double_fork ? Forking.double_fork(&start) : Forking.fork_quietly(&start)
         worker_io.close
@@ -98,7 +93,7 @@ module Herd
         yield
         @signals = ChildSignals.new(log, role, @context.monitor_pid)
         inherited_signals&.close
-        Forking.keep_own(@link.io, *@listeners.map(&:socket), config.log_io, @signals.io)
+        Forking.keep_own(@link.io, *@service.ios, config.log_io, @signals.io)
         @link.send_message([:hello, Process.pid, nil, @info.generation])
         boot
         @link.send_message([:ready])
@@ -148,26 +143,6 @@ module Herd
           LogFiles.reopen_and_log(log, role) if action == :reopen_logs
         end
         true
-      end
-
-      # Before the warm-up: on Ruby 3.1 loading code invalidates the
-      # constant caches the warm-up fills (RackAutoloads). Not in a promoted
-      # mold: it descends from this one, and loading there would make every
-      # worker of its generation fill its caches again.
-      def load_rack_autoloads
-        loaded = RackAutoloads.load
-        log.info(role, loaded) if loaded
-      end
-
-      # The warm-up's requests may open database connections: they must not
-      # be inherited by every worker (see ConnectionRelease).
-      def warm_up
-        warmup = config.warmup
-        return unless warmup
-
-        log.info(role, warmup.run(@app))
-        released = ConnectionRelease.release
-        log.info(role, "after the warm-up: #{released}") if released
       end
 
       # A mold's heap is the template of every worker: promote young objects,

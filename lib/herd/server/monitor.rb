@@ -8,7 +8,6 @@ require_relative "context"
 require_relative "deadlines"
 require_relative "lean_monitor"
 require_relative "link"
-require_relative "listener"
 require_relative "log"
 require_relative "log_files"
 require_relative "monitor_reaping"
@@ -26,7 +25,7 @@ require_relative "workload"
 module Herd
   module Server
     # The process `herd serve` starts. It never loads the application: it
-    # binds the listeners, becomes a child subreaper, spawns the mold, asks it
+    # opens its service's sockets (the listeners), becomes a child subreaper, spawns the mold, asks it
     # for workers, watches them, reaps every child, known or not, and turns
     # signals into decisions. One thread, one IO.select. The parts:
     #
@@ -51,8 +50,10 @@ module Herd
       attr_reader :telemetry
 
       # @param config [Config]
-      def initialize(config, log: Log.new(config.log_io))
+      # @param service [Service] what the workers do
+      def initialize(config, service:, log: Log.new(config.log_io))
         @config = config
+        @service = service
         @log = log
         @children = Children.new
         @recovery = Recovery.new
@@ -100,21 +101,13 @@ module Herd
         @scoreboard = Scoreboard.allocate(slots)
         @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard,
           telemetry: @telemetry)
-        @listeners = open_listeners
+        @service.open(@config, @log, ROLE)
         @signals = SignalQueue.new(SIGNALS)
         @workload = Workload.new(@scoreboard)
-        @spawner = Spawner.new(children: @children, context: @context, listeners: @listeners, signals: @signals,
+        @spawner = Spawner.new(children: @children, context: @context, service: @service, signals: @signals,
           workload: @workload, monitor_ios: -> { telemetry_ios })
         @rollout = Rollout.new(children: @children, context: @context, spawner: @spawner, workload: @workload)
         @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload)
-      end
-
-      def open_listeners
-        fds = Systemd.listen_fds
-        listeners = fds.empty? ? @config.listeners.map { |spec| Listener.bind(spec) } : fds.map { |fd| Listener.inherit(fd) }
-        how = fds.empty? ? "listening on" : "listening (systemd socket) on"
-        listeners.each { |listener| @log.info(ROLE, "#{how} #{listener}#{listener.reach}") }
-        listeners
       end
 
       # A subreaper lets the mold's double-forked workers become our children;
@@ -196,7 +189,7 @@ module Herd
         return if @announced || @target.zero? || @children.workers.count(&:ready?) < @target
 
         @announced = true
-        @log.info(ROLE, "ready: #{@target} workers serving #{@listeners.join(", ")}")
+        @log.info(ROLE, "ready: #{@target} workers #{@service}")
         Systemd.notify("READY=1\nSTATUS=#{@target} workers")
       end
 
@@ -277,7 +270,7 @@ module Herd
         rescue Errno::ECHILD
           nil
         end
-        @listeners&.each(&:close)
+        @service.close
       end
     end
   end

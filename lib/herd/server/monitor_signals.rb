@@ -70,9 +70,8 @@ module Herd
         return true unless @config.reloader
 
         fresh = @config.reloader.call
-        if fresh.listeners.map(&:address) != @config.listeners.map(&:address)
-          @log.info(Monitor::ROLE, "HUP: listeners changed in the config file; keeping #{@listeners.join(", ")} (a restart binds new ones)")
-        end
+        kept = @service.kept_on_reload(fresh, @config)
+        @log.info(Monitor::ROLE, "HUP: #{kept}") if kept
         if fresh.control_listen != @config.control_listen
           @log.info(Monitor::ROLE, "HUP: control_listen changed in the config file; keeping the endpoint as it is (a restart binds the new one)")
         end

@@ -17,14 +17,14 @@ module Herd
     class Spawner
       # @param children [Children]
       # @param context [Context]
-      # @param listeners [Array<Listener>]
+      # @param service [Service] what the workers do
       # @param signals [SignalQueue] the monitor's, reset in every child
       # @param workload [Workload]
       # @param monitor_ios [#call] → the monitor's own descriptors no child keeps (the control socket)
-      def initialize(children:, context:, listeners:, signals:, workload:, monitor_ios: -> { [] })
+      def initialize(children:, context:, service:, signals:, workload:, monitor_ios: -> { [] })
         @children = children
         @context = context
-        @listeners = listeners
+        @service = service
         @signals = signals
         @workload = workload
         @monitor_ios = monitor_ios
@@ -35,14 +35,14 @@ module Herd
       attr_reader :local_mold
 
       def boot_local_mold(generation)
-        @local_mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
+        @local_mold = Mold.new(generation: generation, service: @service, context: @context)
         @local_mold.boot
       end
 
       # @return [Child] the new mold, spawning
       def spawn_mold(generation)
         mine, theirs = Link.pair
-        mold = Mold.new(generation: generation, listeners: @listeners, context: @context)
+        mold = Mold.new(generation: generation, service: @service, context: @context)
         pid = Forking.fork_quietly do
           leave_monitor([mine.io])
           mold.run(theirs)
