@@ -6,23 +6,35 @@ require_relative "../fixtures/http/malformed_requests"
 
 module Herd
   # Every malformed request in the corpus gets its status and a closed
-  # connection; the application never runs and the handler never raises.
+  # connection, with the C head scanner in front of the Ruby parser and with
+  # the Ruby parser alone; the application never runs and the handler never
+  # raises.
   class HTTPMalformedTest < Test
     include HTTPDriver
 
     NEVER = ->(env) { raise "the application must not run for a refused request: #{env["REQUEST_METHOD"]} #{env["PATH_INFO"]}" }
+    # HeadScanner.unused_reason as the handler's parser sees it: nil uses C.
+    PARSERS = {c: nil, ruby: "the Ruby parser alone (test)"}.freeze
+
+    # Serves with the given parser behind the handler.
+    def served_by(parser, request, **options)
+      skip "the C head scanner is not built (`rake compile`)" if parser == :c && !HTTP::HeadScanner.built?
+      HTTP::HeadScanner.stub(:unused_reason, PARSERS.fetch(parser)) { serve(request, app: NEVER, **options) }
+    end
 
     HTTPFixtures::MalformedRequests::ALL.each do |fixture|
-      define_method("test_#{fixture[:name].gsub(/\W+/, "_")}") do
-        served = serve(fixture[:request], app: NEVER, options: {read_timeout: 1, **fixture[:options]}, close_write: fixture[:close_write])
+      PARSERS.each_key do |parser|
+        define_method("test_#{parser}_#{fixture[:name].gsub(/\W+/, "_")}") do
+          served = served_by(parser, fixture[:request], options: {read_timeout: 1, **fixture[:options]}, close_write: fixture[:close_write])
 
-        assert_equal fixture[:status], served.status, "#{fixture[:name]}: #{served.raw[0, 200].inspect}, log: #{served.log}"
-        assert_equal "close", served.header("connection")
-        assert_kind_of HTTP::RequestError, served.exchange.error
-        assert_equal fixture[:status], served.exchange.error.status
-        assert_equal fixture[:status], served.exchange.status
-        assert_match(/herd: #{fixture[:status]} /, served.log)
-        assert_empty served.errors, "no backtrace for a client error"
+          assert_equal fixture[:status], served.status, "#{fixture[:name]}: #{served.raw[0, 200].inspect}, log: #{served.log}"
+          assert_equal "close", served.header("connection")
+          assert_kind_of HTTP::RequestError, served.exchange.error
+          assert_equal fixture[:status], served.exchange.error.status
+          assert_equal fixture[:status], served.exchange.status
+          assert_match(/herd: #{fixture[:status]} /, served.log)
+          assert_empty served.errors, "no backtrace for a client error"
+        end
       end
     end
 
