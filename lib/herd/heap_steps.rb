@@ -45,6 +45,7 @@ module Herd
         Step.new("GC page descriptors", "packed next to each other", internals || PageDescriptors.unsupported),
         Step.new("malloc sealing", "glibc's free chunks taken until the children are gone", internals || Malloc.unsupported),
         Step.new("low-priority GCs", "a mold's GCs at `prepare_heap nice:`", LowPriority.unsupported_reason(env)),
+        Step.new("out-of-band GC", out_of_band_gc, nil),
         Step.new("fast exit", "exit! once the at_exit hooks have run", fast_exit_off(env))
       ]
     end
@@ -69,6 +70,21 @@ module Herd
         "Process.warmup (a major GC, compaction, every survivor promoted)"
       else
         "minor GCs until the young objects are old"
+      end
+    end
+
+    # The server's out-of-band GC (`out_of_band_gc`, a setting of the
+    # server's config rather than of the heap preparation): where Ruby says
+    # whether its next GC is a major one (GC.latest_gc_info(:need_major_by),
+    # Ruby >= 3.3), it stands down in a worker whose GCs keep leaving one due;
+    # elsewhere it cannot tell, and runs for the worker's life.
+    # @param need_major_known [Boolean] whether this Ruby has the key
+    # @return [String] what it does on this Ruby
+    def out_of_band_gc(need_major_known = GC.latest_gc_info.key?(:need_major_by))
+      if need_major_known
+        "minor GCs between a worker's requests; stand down once they keep leaving a major GC due (GC.latest_gc_info(:need_major_by))"
+      else
+        "minor GCs between a worker's requests; never stand down (no GC.latest_gc_info(:need_major_by) before Ruby 3.3)"
       end
     end
 

@@ -9,7 +9,7 @@ require "herd/heap_steps"
 class HeapStepsTest < Herd::Test
   def test_every_step_runs_or_says_why_not
     steps = Herd::HeapSteps.all({})
-    assert_equal ["promotion", "compaction", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "fast exit"],
+    assert_equal ["promotion", "compaction", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "out-of-band GC", "fast exit"],
       steps.map(&:name)
     steps.each { |step| assert(step.runs? ? step.how : step.stepped_aside, step.to_s) }
     by_name = steps.to_h { |step| [step.name, step.stepped_aside] }
@@ -24,6 +24,24 @@ class HeapStepsTest < Herd::Test
     assert_equal Process.respond_to?(:warmup), promotion.how.start_with?("Process.warmup")
   end
 
+  # Ruby >= 3.3 says whether its next GC is a major one; the out-of-band GC
+  # stands down where its GCs keep leaving one due, and on 3.1, which cannot
+  # say, it never does.
+  def test_the_out_of_band_gc_says_whether_it_can_stand_down_on_this_ruby
+    step = Herd::HeapSteps.all({}).find { |s| s.name == "out-of-band GC" }
+    assert step.runs?, step.to_s
+    need_major_known = GC.latest_gc_info.key?(:need_major_by)
+    assert_equal RUBY_VERSION >= "3.3", need_major_known
+    assert_equal Herd::HeapSteps.out_of_band_gc(need_major_known), step.how
+    assert_equal need_major_known, step.how.include?("stand down once"), step.to_s
+    assert_equal !need_major_known, step.how.include?("never stand down"), step.to_s
+  end
+
+  def test_the_out_of_band_gc_reads_need_major_by_or_never_stands_down
+    assert_match(/stand down once they keep leaving a major GC due \(GC\.latest_gc_info\(:need_major_by\)\)/, Herd::HeapSteps.out_of_band_gc(true))
+    assert_match(/never stand down \(no GC\.latest_gc_info\(:need_major_by\) before Ruby 3\.3\)/, Herd::HeapSteps.out_of_band_gc(false))
+  end
+
   def test_environment_switches_name_themselves
     steps = Herd::HeapSteps.all("HERD_HEAP_INTERNALS" => "0", "HERD_FAST_EXIT" => "off")
     by_name = steps.to_h { |step| [step.name, step.stepped_aside] }
@@ -31,13 +49,14 @@ class HeapStepsTest < Herd::Test
     assert_equal "HERD_HEAP_INTERNALS=0", by_name["GC page descriptors"]
     assert_equal "HERD_FAST_EXIT=off", by_name["fast exit"]
     assert_nil by_name["promotion"]
+    assert_nil by_name["out-of-band GC"], "no environment switch: the server's `out_of_band_gc` setting turns it off"
   end
 
   def test_the_report_names_the_ruby_and_yjit
     report = Herd::HeapSteps.report({})
     yjit = (defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? "YJIT on" : "YJIT off"
     assert_match(/\Aheap steps on #{RUBY_ENGINE} #{Regexp.escape(RUBY_VERSION)}, #{yjit}, .*malloc:\n/, report)
-    assert_equal 8, report.lines.size
+    assert_equal 9, report.lines.size
   end
 
   def test_yjit_counts_as_on_where_the_environment_turns_it_on_for_children
