@@ -19,7 +19,9 @@
 require "open3"
 require "optparse"
 require "rbconfig"
+require_relative "support/clock"
 require_relative "support/report"
+require_relative "support/stats"
 require_relative "heap_steps/app_heap"
 require_relative "heap_steps/variants"
 
@@ -62,7 +64,7 @@ def run_worker(variant, scale)
   end
 end
 
-started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+started = Bench::Clock.now
 results = variants.to_h { |variant| [variant.name, {runs: []}] }
 options[:reps].times do |rep|
   # Each repetition starts one variant further on.
@@ -75,10 +77,10 @@ options[:reps].times do |rep|
     run[:unavailable] ? result[:unavailable] = run[:unavailable] : result[:runs] << run
   end
 end
-elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+elapsed = Bench::Clock.now - started
 
 def stats(values)
-  Bench::Report.stats(values.compact)
+  Bench::Stats.summary(values.compact)
 end
 
 def summarize(runs)
@@ -117,9 +119,7 @@ def signed_mib(bytes)
 end
 
 def ranged(stat, &format)
-  return "–" unless stat && stat[:n].to_i.positive?
-
-  "#{format.call(stat[:median])} (#{format.call(stat[:min])}–#{format.call(stat[:max])})"
+  Bench::Stats.range(stat, format)
 end
 
 def ms(value)

@@ -52,18 +52,18 @@ wrk = HttpBench::Wrk.new(threads: options[:threads], connections: options[:conne
 env = Bench::Report.environment(command).merge(
   wrk: wrk_version, wrk_command: wrk.command.join(" "), warmup: "#{wrk.command("URL", duration: options[:warmup]).join(" ")} (discarded)",
   rack: Gem.loaded_specs["rack"]&.version&.to_s, servers: servers.to_h { |s| [s.name, s.version || "skipped: #{s.missing}"] },
-  loadavg_start: HttpBench.loadavg
+  loadavg_start: Bench::Report.loadavg
 )
-started = HttpBench.now
+started = Bench::Clock.now
 measurements = Dir.mktmpdir("bench-http") do |logs|
   HttpBench::Runner.new(servers: servers.reject(&:missing), apps: apps, reps: options[:reps], wrk: wrk,
     warmup: options[:warmup], logs: logs, max_other_cpu: options[:max_other_cpu]).call
 end
-env[:loadavg_end] = HttpBench.loadavg
-env[:seconds] = (HttpBench.now - started).round(1)
+env[:loadavg_end] = Bench::Report.loadavg
+env[:seconds] = (Bench::Clock.now - started).round(1)
 others = measurements.filter_map { |m| m[:other_cpu] }
 env[:redone] = measurements.sum { |m| m[:disturbed_attempts].size }
-env[:other_cpu] = others.empty? ? "n/a" : format("median %.2f, max %.2f", Bench::Report.median(others), others.max)
+env[:other_cpu] = others.empty? ? "n/a" : format("median %.2f, max %.2f", Bench::Stats.median(others), others.max)
 summary = HttpBench::Summary.new(measurements, servers: servers, apps: apps)
 
 markdown = <<~MD

@@ -90,7 +90,7 @@ FileUtils.rm_rf(tmp) if tmp
 
 rows = runs.map do |name, list|
   cpu = list.map { |r| r[:cpu_us] }
-  [name, format("%.2f", cpu.min), format("%.2f (%.2f–%.2f)", Bench::Report.median(cpu), cpu.min, cpu.max), format("%.1f", list.first[:objects])]
+  [name, format("%.2f", cpu.min), Bench::Stats.range(Bench::Stats.summary(cpu), "%.2f"), format("%.1f", list.first[:objects])]
 end
 env = Bench::Report.environment(command).merge(loadavg: Bench::Report.loadavg)
 markdown = <<~MD

@@ -61,8 +61,8 @@ measure = lambda do |process|
    errors: run[:errors].values.sum, cpu_us_per_request: (cpu / run[:requests] * 1e6).round(1)}
 end
 
-env = Bench::Report.environment(command).merge(loadavg_start: HttpBench.loadavg)
-started = HttpBench.now
+env = Bench::Report.environment(command).merge(loadavg_start: Bench::Report.loadavg)
+started = Bench::Clock.now
 pairs = Dir.mktmpdir("bench-http-paired") do |logs|
   processes = [a, b].to_h do |server|
     [server, HttpBench::ServerProcess.new(server, app: app.rackup, path: app.path, log_path: File.join(logs, "#{server.name}.log"))]
@@ -83,14 +83,14 @@ pairs = Dir.mktmpdir("bench-http-paired") do |logs|
   end
 end
 FileUtils.rm_rf(baseline_dir) if baseline_dir
-env[:loadavg_end] = HttpBench.loadavg
-env[:seconds] = (HttpBench.now - started).round(1)
+env[:loadavg_end] = Bench::Report.loadavg
+env[:seconds] = (Bench::Clock.now - started).round(1)
 
 ratio_row = lambda do |label, key, better|
   ratios = pairs.map { |pair| pair[:b][key] / pair[:a][key].to_f }
-  stats = Bench::Report.stats(ratios)
-  [label, format("%.3f (%.3f–%.3f)", stats[:median], stats[:min], stats[:max]),
-    "#{Bench::Report.median(pairs.map { |pair| pair[:a][key] }).round(1)} vs #{Bench::Report.median(pairs.map { |pair| pair[:b][key] }).round(1)}",
+  stats = Bench::Stats.summary(ratios)
+  [label, Bench::Stats.range(stats, "%.3f"),
+    "#{Bench::Stats.median(pairs.map { |pair| pair[:a][key] }).round(1)} vs #{Bench::Stats.median(pairs.map { |pair| pair[:b][key] }).round(1)}",
     better]
 end
 rows = [

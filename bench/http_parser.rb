@@ -30,7 +30,9 @@ require "optparse"
 require "rbconfig"
 require "socket"
 require "herd/http"
+require_relative "support/clock"
 require_relative "support/report"
+require_relative "support/stats"
 require_relative "../test/fixtures/http/malformed_requests"
 
 module HTTPParserBench
@@ -187,14 +189,6 @@ module HTTPParserBench
     "llhttp not installed (bench group): #{e.message}"
   end
 
-  def now
-    Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  end
-
-  def loadavg
-    Bench::Report.loadavg
-  end
-
   # The llhttp C library version the gem bundles (the gem does not say it).
   def llhttp_c_version
     header = File.join(Gem.loaded_specs.fetch("llhttp").full_gem_path, "ext", "llhttp", "llhttp.h")
@@ -216,9 +210,9 @@ module HTTPParserBench
       reps.times do
         parsers.each do |label, parser|
           GC.start
-          started = now
+          started = Bench::Clock.now
           iterations.times { parser.parse(raw) }
-          timings[label] << (now - started) / iterations
+          timings[label] << (Bench::Clock.now - started) / iterations
         end
       end
       [name, timings]
@@ -299,7 +293,7 @@ end.parse!
 
 env = Bench::Report.environment(command)
 env[:llhttp] = HTTPParserBench.llhttp_missing ? "skipped: #{HTTPParserBench.llhttp_missing}" : "llhttp gem #{LLHttp::VERSION}, bundling llhttp C #{HTTPParserBench.llhttp_c_version}"
-env[:loadavg_start] = HTTPParserBench.loadavg
+env[:loadavg_start] = Bench::Report.loadavg
 env[:reps] = options[:reps]
 env[:iterations] = options[:iterations]
 warn "llhttp: #{env[:llhttp]}"
@@ -315,9 +309,9 @@ rows = []
 data = {}
 runs.each do |mode, run|
   run["results"].each do |request, variants|
-    herd_median = Bench::Report.median(variants.fetch("herd"))
+    herd_median = Bench::Stats.median(variants.fetch("herd"))
     variants.each do |variant, seconds|
-      stats = Bench::Report.stats(seconds)
+      stats = Bench::Stats.summary(seconds)
       data[[mode, request, variant].join("/")] = stats.merge(raw: seconds)
       rows << [mode, request, variant, format("%.2f", stats[:median] * 1e6), "#{format("%.2f", stats[:min] * 1e6)}–#{format("%.2f", stats[:max] * 1e6)}",
         (1 / stats[:median]).round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse, format("%.2fx", stats[:median] / herd_median)]
@@ -325,7 +319,7 @@ runs.each do |mode, run|
   end
 end
 
-env[:loadavg_end] = HTTPParserBench.loadavg
+env[:loadavg_end] = Bench::Report.loadavg
 warn "== strictness"
 verdicts = HTTPParserBench.strictness
 herd_refused = verdicts.count { |v| v[:herd] != 200 }

@@ -54,14 +54,14 @@ def summarize(runs)
   children = runs.flat_map { |run| run[:children] }
   firsts = runs.map { |run| run[:forks].first }
   {
-    child_private_dirty: Bench::Report.stats(children.map { |c| c[:private_dirty_after_gc] }),
-    child_private_dirty_before_gc: Bench::Report.stats(children.map { |c| c[:private_dirty_before_gc] }),
-    child_gc_time: Bench::Report.stats(children.map { |c| c[:gc_time] }),
-    first_fork_latency: Bench::Report.stats(firsts.map { |f| f[:latency] }),
-    first_fork_gc_runs: Bench::Report.stats(firsts.map { |f| f[:gc_runs] }),
-    later_fork_latency: Bench::Report.stats(runs.flat_map { |run| run[:forks].drop(1).map { |f| f[:latency] } }),
-    parent_rss: Bench::Report.stats(runs.map { |run| run[:parent_rss] }),
-    young_before_fork: Bench::Report.stats(runs.map { |run| run[:young_before_fork] }),
+    child_private_dirty: Bench::Stats.summary(children.map { |c| c[:private_dirty_after_gc] }),
+    child_private_dirty_before_gc: Bench::Stats.summary(children.map { |c| c[:private_dirty_before_gc] }),
+    child_gc_time: Bench::Stats.summary(children.map { |c| c[:gc_time] }),
+    first_fork_latency: Bench::Stats.summary(firsts.map { |f| f[:latency] }),
+    first_fork_gc_runs: Bench::Stats.summary(firsts.map { |f| f[:gc_runs] }),
+    later_fork_latency: Bench::Stats.summary(runs.flat_map { |run| run[:forks].drop(1).map { |f| f[:latency] } }),
+    parent_rss: Bench::Stats.summary(runs.map { |run| run[:parent_rss] }),
+    young_before_fork: Bench::Stats.summary(runs.map { |run| run[:young_before_fork] }),
     prepare: firsts.filter_map { |f| f[:prepare] }.first
   }
 end
@@ -104,7 +104,7 @@ rows = VARIANTS.map do |variant|
   r = ratio.call(pd[:median])
   [
     variant,
-    "#{mb(pd[:median])} (#{mb(pd[:min])}–#{mb(pd[:max])})",
+    Bench::Stats.range(pd, method(:mb)),
     r ? format("%.1f%%", r * 100) : "–",
     mb(s[:child_private_dirty_before_gc][:median]),
     "#{ms(s[:first_fork_latency][:median])} (GCs: #{s[:first_fork_gc_runs][:median]})",

@@ -55,17 +55,17 @@ OptionParser.new do |opts|
 end.parse!
 
 env = Bench::Report.environment(command)
-env[:loadavg_start] = PoolBench.loadavg
+env[:loadavg_start] = Bench::Report.loadavg
 env[:parallel] = PoolBench.parallel_missing ? "skipped: #{PoolBench.parallel_missing}" : Parallel::VERSION
 warn "parallel gem: #{env[:parallel]}"
 
-started = PoolBench.now
+started = Bench::Clock.now
 results = options[:only].to_h do |name|
   warn "== #{name}"
   [name, BENCHMARKS.fetch(name).new(reps: options[:reps]).call]
 end
-env[:loadavg_end] = PoolBench.loadavg
-env[:seconds] = (PoolBench.now - started).round(1)
+env[:loadavg_end] = Bench::Report.loadavg
+env[:seconds] = (Bench::Clock.now - started).round(1)
 
 markdown = <<~MD
   # Pool: herd vs sequential, threads and the parallel gem

@@ -67,9 +67,9 @@ summary = runs.reject { |run| run[:error] }.group_by { |run| run[:server] }.map 
   ratios = reforks.map { |r| r[:ratio] }
   mean, half = mean_interval(ratios)
   p99 = reforks.filter_map { |r| r[:p99_roll_ms] && r[:p99_before_ms] && r[:p99_roll_ms] / r[:p99_before_ms] }
-  {server: server, reforks: reforks.size, mean: mean, half: half, median: Bench::Report.median(ratios), min: ratios.min,
-   max: ratios.max, met: ratios.count { |r| r >= THRESHOLD }, p99_median: Bench::Report.median(p99), p99_max: p99.max,
-   roll_median: Bench::Report.median(reforks.map { |r| r[:roll_seconds] }), failed: server_runs.sum { |run| run[:failed] },
+  {server: server, reforks: reforks.size, mean: mean, half: half, median: Bench::Stats.median(ratios), min: ratios.min,
+   max: ratios.max, met: ratios.count { |r| r >= THRESHOLD }, p99_median: Bench::Stats.median(p99), p99_max: p99.max,
+   roll_median: Bench::Stats.median(reforks.map { |r| r[:roll_seconds] }), failed: server_runs.sum { |run| run[:failed] },
    lost: mean_interval(reforks.map { |r| r[:lost_seconds] })}
 end
 

@@ -32,15 +32,15 @@ module SlowClientsBench
   # whole response, again, for `seconds`.
   # @return [Hash] :requests, :errors, :per_second
   def normal_clients(port, clients, seconds)
-    deadline = HttpBench.now + seconds
+    deadline = Bench::Clock.now + seconds
     counts = Array.new(clients) do
       Thread.new do
         done = errors = 0
-        while HttpBench.now < deadline
+        while Bench::Clock.now < deadline
           begin
             socket = Socket.tcp(HOST, port, connect_timeout: 5)
             socket.write(REQUEST)
-            response = socket.wait_readable([deadline - HttpBench.now, 0.001].max) && socket.read
+            response = socket.wait_readable([deadline - Bench::Clock.now, 0.001].max) && socket.read
             next unless response # the window ended first: not counted
 
             response.start_with?("HTTP/1.1 200") ? done += 1 : errors += 1
@@ -86,14 +86,14 @@ module SlowClientsBench
     def connect
       socket = Socket.tcp(HOST, @port, connect_timeout: 5)
       socket.write(SLOW_START)
-      [socket, HttpBench.now, +""]
+      [socket, Bench::Clock.now, +""]
     end
 
     def run
       until @stop
-        tick = HttpBench.now + 1
+        tick = Bench::Clock.now + 1
         @sockets.map! { |entry| drip(entry) }
-        while (left = tick - HttpBench.now) > 0 && !@stop
+        while (left = tick - Bench::Clock.now) > 0 && !@stop
           ready, = IO.select(@sockets.map(&:first), nil, nil, left)
           ready&.each { |socket| collect(@sockets.index { |entry| entry[0] == socket }) }
         end
@@ -122,7 +122,7 @@ module SlowClientsBench
     end
 
     def finish(entry, status)
-      @answers << [status, HttpBench.now - entry[1]]
+      @answers << [status, Bench::Clock.now - entry[1]]
       entry[0].close
       connect
     end
@@ -172,10 +172,10 @@ end
 
 rows = results.map do |name, reps|
   answers = reps.flat_map { |rep| rep[:slow_answers] }
-  by_status = answers.group_by(&:first).map { |status, list| "#{status}: #{list.size} (median #{Bench::Report.median(list.map(&:last)).round(1)} s)" }
-  [name, Bench::Report.median(reps.map { |r| r[:alone][:per_second] }).round(1),
-    Bench::Report.median(reps.map { |r| r[:attacked][:per_second] }).round(1),
-    format("%.2f (%.2f–%.2f)", Bench::Report.median(reps.map { |r| r[:share] }), *reps.map { |r| r[:share] }.minmax),
+  by_status = answers.group_by(&:first).map { |status, list| "#{status}: #{list.size} (median #{Bench::Stats.median(list.map(&:last)).round(1)} s)" }
+  [name, Bench::Stats.median(reps.map { |r| r[:alone][:per_second] }).round(1),
+    Bench::Stats.median(reps.map { |r| r[:attacked][:per_second] }).round(1),
+    Bench::Stats.range(Bench::Stats.summary(reps.map { |r| r[:share] }), "%.2f"),
     reps.sum { |r| r[:attacked][:errors] }, by_status.join("; ").then { |s| s.empty? ? "none" : s }]
 end
 per_rep = results.flat_map do |name, reps|

@@ -43,13 +43,13 @@ class Poller
   def start
     @thread = Thread.new do
       loop do
-        started = HttpBench.now
+        started = Bench::Clock.now
         UNIXSocket.open(@socket_path) do |socket|
           socket.write("GET #{@path} HTTP/1.1\r\nHost: herd\r\n\r\n")
           raise "#{@path}: #{socket.gets}" unless socket.read.start_with?("HTTP/1.1 200")
         end
-        @latencies << (HttpBench.now - started) * 1000
-        sleep [1 - (HttpBench.now - started), 0].max
+        @latencies << (Bench::Clock.now - started) * 1000
+        sleep [1 - (Bench::Clock.now - started), 0].max
       end
     end
   end
@@ -70,7 +70,7 @@ VARIANTS = [
 hello = File.join(HttpBench::CONFIG, "hello.ru")
 wrk = HttpBench::Wrk.new(threads: 2, connections: 8, duration: options[:duration])
 env = Bench::Report.environment(command).merge(wrk: HttpBench::Wrk.version, wrk_command: wrk.command.join(" "),
-  loadavg_start: HttpBench.loadavg)
+  loadavg_start: Bench::Report.loadavg)
 runs = []
 partial = File.join(Bench::Report::RESULTS, "telemetry-partial.json") # every run so far, should a later one fail
 Dir.mktmpdir("bench-telemetry") do |dir|
@@ -86,7 +86,7 @@ Dir.mktmpdir("bench-telemetry") do |dir|
       begin
         wrk.warm(process.url, options[:warmup])
         poller = variant.poll && Poller.new(socket, variant.poll).tap(&:start)
-        monitor_cpu = -> { HttpBench.stat("/proc/#{process.pid}/stat")[:cpu] }
+        monitor_cpu = -> { Bench::Processes.stat("/proc/#{process.pid}/stat")[:cpu] }
         cpu_before = monitor_cpu.call
         workers_before = process.cpu[:workers]
         result = wrk.run(process.url)
@@ -95,7 +95,7 @@ Dir.mktmpdir("bench-telemetry") do |dir|
         poller&.stop
         warn format("rep %d %-14s %8.0f req/s  p99 %.2f ms  workers %.1f µs/req  monitor %.2f µs/req%s", rep + 1, variant.name,
           result[:rps], result[:latency_us][:p99] / 1000.0, workers_us, monitor_us,
-          poller ? format("  %s median %.2f ms", variant.poll, Bench::Report.median(poller.latencies)) : "")
+          poller ? format("  %s median %.2f ms", variant.poll, Bench::Stats.median(poller.latencies)) : "")
         runs << {variant: variant.name, rep: rep + 1, rps: result[:rps], p99_ms: result[:latency_us][:p99] / 1000.0,
                  errors: result[:errors].values.sum, workers_cpu_us_per_request: workers_us, monitor_cpu_us_per_request: monitor_us,
                  polls: poller&.latencies&.size, poll_ms: poller&.latencies}
@@ -107,19 +107,19 @@ Dir.mktmpdir("bench-telemetry") do |dir|
     end
   end
 end
-env[:loadavg_end] = HttpBench.loadavg
+env[:loadavg_end] = Bench::Report.loadavg
 
 rows = VARIANTS.map do |variant|
   mine = runs.select { |run| run[:variant] == variant.name }
-  rps = Bench::Report.stats(mine.map { |run| run[:rps] })
-  base = Bench::Report.median(runs.select { |run| run[:variant] == "off" }.map { |run| run[:rps] })
-  p99 = Bench::Report.stats(mine.map { |run| run[:p99_ms] })
+  rps = Bench::Stats.summary(mine.map { |run| run[:rps] })
+  base = Bench::Stats.median(runs.select { |run| run[:variant] == "off" }.map { |run| run[:rps] })
+  p99 = Bench::Stats.summary(mine.map { |run| run[:p99_ms] })
   polls = mine.flat_map { |run| run[:poll_ms] || [] }
-  [variant.name, format("%.0f (%.0f–%.0f)", rps[:median], rps[:min], rps[:max]), format("%.3fx", rps[:median] / base),
-    format("%.2f (%.2f–%.2f)", p99[:median], p99[:min], p99[:max]),
-    format("%.1f", Bench::Report.median(mine.map { |run| run[:workers_cpu_us_per_request] })),
-    format("%.2f", Bench::Report.median(mine.map { |run| run[:monitor_cpu_us_per_request] })),
-    polls.empty? ? "-" : format("%.2f (max %.2f, n=%d)", Bench::Report.median(polls), polls.max, polls.size),
+  [variant.name, Bench::Stats.range(rps, "%.0f"), format("%.3fx", rps[:median] / base),
+    Bench::Stats.range(p99, "%.2f"),
+    format("%.1f", Bench::Stats.median(mine.map { |run| run[:workers_cpu_us_per_request] })),
+    format("%.2f", Bench::Stats.median(mine.map { |run| run[:monitor_cpu_us_per_request] })),
+    polls.empty? ? "-" : format("%.2f (max %.2f, n=%d)", Bench::Stats.median(polls), polls.max, polls.size),
     mine.sum { |run| run[:errors] }]
 end
 markdown = <<~MD

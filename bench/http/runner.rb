@@ -68,7 +68,7 @@ module HttpBench
       result[:keep_alive] = process.probe[:keep_alive]
       @wrk.warm(process.url, @warmup)
       result.merge!(load(process))
-      result[:alive_after] = HttpBench.probe(process.port, app.path)&.fetch(:status)
+      result[:alive_after] = Bench::HttpProbe.get(process.port, app.path)&.fetch(:status)
       result
     rescue ServerProcess::Failed, RuntimeError => e
       result.merge!(error: e.message)
@@ -89,14 +89,14 @@ module HttpBench
     end
 
     def load(process)
-      busy = HttpBench.system_busy
+      busy = Bench::Processes.system_busy
       before = process.cpu
       run = @wrk.run(process.url)
       after = process.cpu
-      busy = HttpBench.system_busy - busy
+      busy = Bench::Processes.system_busy - busy
       per_request = ->(key) { ((after[key] - before[key]) / run[:requests] * 1e6).round(1) }
       ours = after[:workers] + after[:others] - before[:workers] - before[:others] + run[:wrk_cpu]
-      run.merge(loadavg: HttpBench.loadavg, processes: after[:processes],
+      run.merge(loadavg: Bench::Report.loadavg, processes: after[:processes],
         other_cpu: ((busy - ours) / (run[:duration_us] / 1e6)).round(2), # cores busy with anything else
         cpu_us_per_request: {workers: per_request.call(:workers), others: per_request.call(:others),
                              wrk: (run[:wrk_cpu] / run[:requests] * 1e6).round(1)})

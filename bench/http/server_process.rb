@@ -1,20 +1,19 @@
 # frozen_string_literal: true
 
 require_relative "support"
+require_relative "../support/server_process"
 
 module HttpBench
-  # One running server: spawned in its own process group (so that workers,
-  # molds and anything they fork can all be signalled at once), its output
-  # in a log file, ready once an HTTP request gets a 200.
+  # One of bench/http's servers running (Bench::ServerProcess) on a
+  # rackup, ready once an HTTP request to its path gets a 200. bench/cow
+  # starts its servers with it too.
   class ServerProcess
     BOOT_TIMEOUT = 60
     STOP_TIMEOUT = 20
 
-    class Failed < StandardError; end
+    Failed = Bench::ServerProcess::Failed
 
-    attr_reader :port, :pid, :boot_seconds, :probe, :log_path
-    # @return [Process::Status, nil] the leader's, once reaped
-    attr_reader :status
+    attr_reader :port, :boot_seconds, :probe, :log_path
 
     def initialize(server, app:, path:, log_path:)
       @server = server
@@ -25,44 +24,40 @@ module HttpBench
 
     # @raise [Failed] with the end of the log when it does not come up
     def start
-      started = HttpBench.now
-      @port = (@server.port == :zero) ? nil : HttpBench.free_port
+      started = Bench::Clock.now
+      @port = (@server.port == :zero) ? nil : Bench::HttpProbe.free_port
       env = {"RACK_ENV" => "production", "BENCH_PORT" => @port.to_s}
-      @pid = Process.spawn(env, *@server.argv.call(@app, @port), chdir: ROOT, pgroup: true,
-        in: File::NULL, out: @log_path, err: [:child, :out])
-      wait_until_ready(started + BOOT_TIMEOUT)
-      @boot_seconds = HttpBench.now - started
+      @process = Bench::ServerProcess.new(@server.name, @server.argv.call(@app, @port), env: env, chdir: ROOT,
+        log_path: @log_path)
+      @process.start(timeout: BOOT_TIMEOUT, awaiting: -> { "HTTP 200 on #{@path} (#{@probe.inspect})" }) do
+        @port ||= announced_port
+        @probe = @port && Bench::HttpProbe.get(@port, @path)
+        @probe && @probe[:status] == 200
+      end
+      @boot_seconds = Bench::Clock.now - started
       self
     end
+
+    def pid = @process&.pid
+
+    # @return [Process::Status, nil] the leader's, once reaped
+    def status = @process&.status
 
     # Graceful stop, then SIGKILL to whatever is left of the server's
     # processes. Never raises; @return [Array<String>] what went wrong
     def stop
-      return [] unless @pid
-
-      processes = HttpBench.processes(@pid)
-      problems = []
-      begin
-        Process.kill(@server.stop, @pid) unless @reaped # it may have died during boot
-        problems << "did not exit #{STOP_TIMEOUT} s after SIG#{@server.stop}" unless reap(STOP_TIMEOUT)
-        left = leftovers(processes, 2)
-        problems << "processes #{left.join(", ")} still there after it exited" unless left.empty?
-      rescue SystemCallError => e
-        problems << "stop: #{e.message}"
-      end
-      kill(processes)
-      problems
+      @process ? @process.stop(@server.stop, timeout: STOP_TIMEOUT) : []
     end
 
     # @return [Boolean] exited with 0, or killed by its own stop signal (Puma does that)
     def clean_exit?
-      return false unless @status
+      return false unless status
 
-      @status.success? || @status.termsig == Signal.list.fetch(@server.stop)
+      status.success? || status.termsig == Signal.list.fetch(@server.stop)
     end
 
     def cpu
-      HttpBench.server_cpu(@pid)
+      Bench::Processes.cpu_by_role(pid)
     end
 
     def url
@@ -70,77 +65,20 @@ module HttpBench
     end
 
     def log_tail(lines = 15)
-      File.readlines(@log_path).last(lines).join
-    rescue SystemCallError
-      ""
+      @process ? @process.log_tail(lines) : ""
     end
 
     private
 
-    def wait_until_ready(deadline)
-      loop do
-        raise Failed, "#{@server.name} exited during boot (#{@status.inspect})\n#{log_tail}" if reap(0)
-
-        @port ||= announced_port
-        @probe = @port && HttpBench.probe(@port, @path)
-        return if @probe && @probe[:status] == 200
-        raise Failed, "#{@server.name}: no HTTP 200 on #{@path} within #{BOOT_TIMEOUT} s (#{@probe.inspect})\n#{log_tail}" if HttpBench.now > deadline
-
-        sleep 0.05
-      end
-    end
-
+    # herd binds port 0 and logs the port it got.
     def announced_port
       File.foreach(@log_path) do |line|
         match = @server.ready.match(line)
         return match[1].to_i if match
       end
       nil
-    end
-
-    # @return [Boolean] true once the leader has exited and been reaped
-    def reap(timeout)
-      deadline = HttpBench.now + timeout
-      loop do
-        return true if @reaped
-        return @reaped = true if (@status = Process.wait2(@pid, Process::WNOHANG)&.last)
-        return false if HttpBench.now >= deadline
-
-        sleep 0.02
-      end
-    rescue Errno::ECHILD
-      @reaped = true
-    end
-
-    # @return [Array<Integer>] pids of the server still alive after timeout
-    def leftovers(processes, timeout)
-      deadline = HttpBench.now + timeout
-      loop do
-        left = still_there(processes)
-        return left if left.empty? || HttpBench.now >= deadline
-
-        sleep 0.05
-      end
-    end
-
-    # @return [Array<Integer>] the pids of processes that are still the same processes (pid and start time)
-    def still_there(processes)
-      processes.select { |process| HttpBench.stat("/proc/#{process[:pid]}/stat")&.fetch(:start) == process[:start] }
-        .map { |process| process[:pid] }
-    end
-
-    # SIGKILL to what is left: the whole group while the leader is not
-    # reaped (its pid, hence the group id, cannot have been reused), then each
-    # process of the snapshot that is still the same process (pid and start
-    # time): on a busy machine pids come round again quickly.
-    def kill(processes)
-      targets = (@reaped ? [] : [-@pid]) + still_there(processes)
-      targets.each do |target|
-        Process.kill("KILL", target)
-      rescue SystemCallError
-        next
-      end
-      reap(2)
+    rescue SystemCallError
+      nil
     end
   end
 end

@@ -117,9 +117,9 @@ module HttpBench
       ok = runs.reject { |m| invalid(m) }
       return {runs: runs.size, failed: runs.size} if ok.empty?
 
-      lat = ->(key) { Bench::Report.stats(ok.map { |m| m[:latency_us][key] / 1e3 }) }
-      cpu = ->(key) { Bench::Report.median(ok.map { |m| m[:cpu_us_per_request][key] }) }
-      {runs: runs.size, failed: runs.size - ok.size, rps: Bench::Report.stats(ok.map { |m| m[:rps] }),
+      lat = ->(key) { Bench::Stats.summary(ok.map { |m| m[:latency_us][key] / 1e3 }) }
+      cpu = ->(key) { Bench::Stats.median(ok.map { |m| m[:cpu_us_per_request][key] }) }
+      {runs: runs.size, failed: runs.size - ok.size, rps: Bench::Stats.summary(ok.map { |m| m[:rps] }),
        p50_ms: lat.call(:p50), p99_ms: lat.call(:p99), p999_ms: lat.call(:p999),
        errors: ok.sum { |m| m[:errors].values.sum }, keep_alive: ok.first[:keep_alive],
        cpu_us_per_request: %i[workers others wrk].to_h { |key| [key, cpu.call(key)] }}
@@ -133,8 +133,8 @@ module HttpBench
         next [server.name, server.version || "not installed", "skipped: #{server.missing}"] + [""] * 8 if server.missing
         next [server.name, server.version, "all #{f[:runs]} runs failed"] + [""] * 8 unless f[:rps]
 
-        [server.name, server.version, range(f[:rps], "%.0f"), ratio(f, base, :rps), range(f[:p50_ms], "%.2f"),
-          range(f[:p99_ms], "%.2f"), ratio(f, base, :p99_ms), format("%.2f", f[:p999_ms][:median]),
+        [server.name, server.version, Bench::Stats.range(f[:rps], "%.0f"), ratio(f, base, :rps), Bench::Stats.range(f[:p50_ms], "%.2f"),
+          Bench::Stats.range(f[:p99_ms], "%.2f"), ratio(f, base, :p99_ms), format("%.2f", f[:p999_ms][:median]),
           f[:failed].zero? ? f[:errors] : "#{f[:errors]} (#{f[:failed]} of #{f[:runs]} runs excluded)", f[:keep_alive] ? "yes" : "no",
           "#{f[:cpu_us_per_request][:workers]} + #{f[:cpu_us_per_request][:others]}"]
       end
@@ -157,10 +157,6 @@ module HttpBench
           "#{ms_stat(peer[:p99_ms])} ms (#{t[:p99] ? "ok" : "worse"})"
       end
       "\n### Target: herd ≥ #{TARGET_PEER} in req/s, p99 no worse (medians)\n\n#{lines.join("\n")}\n"
-    end
-
-    def range(stat, fmt)
-      "#{format(fmt, stat[:median])} (#{format(fmt, stat[:min])}–#{format(fmt, stat[:max])})"
     end
 
     def ratio(figures, base, key)

@@ -39,14 +39,22 @@ module HttpBench
 
     # @return [Hash] :rps, :latency_us, :errors, :requests, :bytes, :wrk_cpu, :output
     def run(url)
-      cpu_before = HttpBench.children_cpu
+      cpu_before = children_cpu
       output, status = Open3.capture2e(*command(url), chdir: ROOT)
       line = output[/^BENCH_JSON (.*)$/, 1]
       raise "wrk failed (#{status.inspect}):\n#{output}" unless status.success? && line
 
       data = JSON.parse(line, symbolize_names: true)
       data.merge(rps: data[:requests] / (data[:duration_us] / 1e6),
-        wrk_cpu: HttpBench.children_cpu - cpu_before, output: output.sub(/^BENCH_JSON.*\n?/, ""))
+        wrk_cpu: children_cpu - cpu_before, output: output.sub(/^BENCH_JSON.*\n?/, ""))
+    end
+
+    private
+
+    # @return [Float] CPU seconds of waited-for children of this process (wrk)
+    def children_cpu
+      times = Process.times
+      times.cutime + times.cstime
     end
   end
 end

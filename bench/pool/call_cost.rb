@@ -55,9 +55,9 @@ module PoolBench
       variants << [PARALLEL, -> { Parallel.map([1, 2], in_processes: WORKERS) { _1 } }] unless PoolBench.parallel_missing
       variants.each { |label, run| 3.times { raise "#{label} is wrong" unless run.call == [1, 2] } } # warm-up and check
       times = PoolBench.repeat(variants, @calls, "call", quiet: true)
-      floor = PoolBench.median(times[FLOOR])
+      floor = Bench::Stats.median(times[FLOOR])
       times.to_h do |label, values|
-        stats = PoolBench.stats(values.map { |seconds| seconds * 1000 })
+        stats = Bench::Stats.summary(values.map { |seconds| seconds * 1000 })
         [label, stats.merge(above_floor_ms: stats[:median] - floor * 1000)]
       end
     end
@@ -75,9 +75,9 @@ module PoolBench
       variants << [PARALLEL, -> { Parallel.map(items, in_processes: WORKERS, &work) }] unless PoolBench.parallel_missing
       variants.each { |label, run| raise "#{label} is wrong" unless run.call == items }
       times = PoolBench.repeat(variants, @job_reps, "job")
-      sequential = PoolBench.median(times["sequential"])
+      sequential = Bench::Stats.median(times["sequential"])
       rows = times.to_h do |label, values|
-        stats = PoolBench.stats(values)
+        stats = Bench::Stats.summary(values)
         [label, stats.merge(speedup: sequential / stats[:median])]
       end
       {rounds: rounds, items: JOB_ITEMS, reps: @job_reps, rows: rows, per_cpu_seconds: BareForks.per_cpu_seconds(rounds)}
@@ -86,7 +86,7 @@ module PoolBench
     # Loads.cpu rounds per item for a job of about JOB_TARGET seconds here.
     def calibrate
       probe = 40
-      seconds = Array.new(5) { PoolBench.time { Loads.cpu(probe) } }.min
+      seconds = Array.new(5) { Bench::Clock.seconds { Loads.cpu(probe) } }.min
       [(JOB_TARGET / JOB_ITEMS / seconds * probe).round, 1].max
     end
 
@@ -113,7 +113,7 @@ module PoolBench
     def render(call_rows, job)
       call_table = PoolBench.table(["variant", "ms: median (min–max)", "ms above the floor (medians)"],
         call_rows.map do |label, row|
-          [label, format("%.1f (%.1f–%.1f)", row[:median], row[:min], row[:max]),
+          [label, Bench::Stats.range(row, "%.1f"),
             (label == FLOOR) ? "–" : format("%+.1f", row[:above_floor_ms])]
         end)
       job_table = PoolBench.table(["variant", "s: median (min–max)", "x sequential"],

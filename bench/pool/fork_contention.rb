@@ -12,10 +12,10 @@
 # 120-130 ms each, with the same 600-700 faults but 30-50 ms of system time
 # instead of 0-10: a job this short cannot reach 2x there, whoever forks.
 require_relative "loads"
+require_relative "../support/clock"
 
 rounds = Integer(ARGV.fetch(0, 12))
 items = Array.new(32, rounds)
-now = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
 tick_ms = 1000.0 / 100 # USER_HZ
 stat = lambda do
   fields = File.read("/proc/self/stat").split(") ").last.split
@@ -25,14 +25,14 @@ items.each { PoolBench::Loads.cpu(_1) } # warm the parent, as bench/pool does
 
 run = lambda do |count|
   reader, writer = IO.pipe
-  started = now.call
+  started = Bench::Clock.now
   pids = Array.new(count) do
     fork do
       reader.close
       faults, user, system = stat.call
-      t = now.call
+      t = Bench::Clock.now
       items.each { PoolBench::Loads.cpu(_1) }
-      elapsed = now.call - t
+      elapsed = Bench::Clock.now - t
       faults2, user2, system2 = stat.call
       writer.write(format("%.1f ms, %d faults, user %d ms, system %d ms\n", elapsed * 1000, faults2 - faults,
         (user2 - user) * tick_ms, (system2 - system) * tick_ms))
@@ -41,7 +41,7 @@ run = lambda do |count|
   end
   writer.close
   pids.each { Process.wait(_1) }
-  total = now.call - started
+  total = Bench::Clock.now - started
   puts format("%d at once: %.1f ms in all; %s", count, total * 1000, reader.read.split("\n").join(" | "))
 end
 
@@ -49,6 +49,6 @@ end
   run.call(1)
   run.call(2)
 end
-t = now.call
+t = Bench::Clock.now
 items.each { PoolBench::Loads.cpu(_1) }
-puts format("the parent, the same 32 items: %.1f ms", (now.call - t) * 1000)
+puts format("the parent, the same 32 items: %.1f ms", (Bench::Clock.now - t) * 1000)

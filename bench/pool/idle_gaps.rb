@@ -26,9 +26,9 @@ module PoolBench
       rounds = CallCost.new(reps: 1).send(:calibrate)
       items = Array.new(CallCost::JOB_ITEMS, rounds)
       job = lambda do |n|
-        started = PoolBench.now
+        started = Bench::Clock.now
         Loads.cpu(n)
-        [Process.pid, started, PoolBench.now]
+        [Process.pid, started, Bench::Clock.now]
       end
       variants = [
         [HERD, -> { Herd.map(items, processes: WORKERS, &job) }],
@@ -38,14 +38,14 @@ module PoolBench
       samples = Hash.new { |hash, key| hash[key] = [] }
       timed = variants.map do |label, run|
         [label, lambda do
-          called = PoolBench.now
+          called = Bench::Clock.now
           rows = run.call
-          samples[label] << breakdown(rows, called, PoolBench.now)
+          samples[label] << breakdown(rows, called, Bench::Clock.now)
         end]
       end
       PoolBench.repeat(timed, @reps, "gaps", quiet: true)
       rows = samples.to_h do |label, values|
-        [label, %i[wall idle first last tail].to_h { |key| [key, PoolBench.median(values.map { |value| value[key] })] }]
+        [label, %i[wall idle first last tail].to_h { |key| [key, Bench::Stats.median(values.map { |value| value[key] })] }]
       end
       markdown = render(rows, rounds)
       puts markdown

@@ -74,15 +74,15 @@ module PoolBench
       at = ->(result) { result[:samples].find { |s| s[:fraction] == HEADLINE } }
       workers = list.flat_map { |result| at.call(result)[:processes].select { |p| p[:role] == "worker" } }
       {
-        parent_pss_before: PoolBench.stats(list.map { |r| r[:parent_before][:pss] }),
-        free_slots_before: PoolBench.median(list.map { |r| r[:parent_before][:heap_free_slots] }),
-        live_slots_before: PoolBench.median(list.map { |r| r[:parent_before][:heap_live_slots] }),
-        total_pss: PoolBench.stats(list.map { |r| at.call(r)[:total_pss] }),
-        ratio: PoolBench.stats(list.map { |r| ratio(r, HEADLINE) }),
-        max_ratio: PoolBench.median(list.map { |r| r[:samples].map { |s| ratio(r, s[:fraction]) }.max }),
-        worker_private_dirty: PoolBench.median(workers.map { |p| p[:private_dirty] }),
-        processes: PoolBench.median(list.map { |r| at.call(r)[:processes].size }),
-        wall: PoolBench.median(list.map { |r| r[:wall] })
+        parent_pss_before: Bench::Stats.summary(list.map { |r| r[:parent_before][:pss] }),
+        free_slots_before: Bench::Stats.median(list.map { |r| r[:parent_before][:heap_free_slots] }),
+        live_slots_before: Bench::Stats.median(list.map { |r| r[:parent_before][:heap_live_slots] }),
+        total_pss: Bench::Stats.summary(list.map { |r| at.call(r)[:total_pss] }),
+        ratio: Bench::Stats.summary(list.map { |r| ratio(r, HEADLINE) }),
+        max_ratio: Bench::Stats.median(list.map { |r| r[:samples].map { |s| ratio(r, s[:fraction]) }.max }),
+        worker_private_dirty: Bench::Stats.median(workers.map { |p| p[:private_dirty] }),
+        processes: Bench::Stats.median(list.map { |r| at.call(r)[:processes].size }),
+        wall: Bench::Stats.median(list.map { |r| r[:wall] })
       }
     end
 
@@ -106,7 +106,7 @@ module PoolBench
 
           r = row[:ratio]
           [workload, variant, PoolBench.mb(row[:parent_pss_before][:median]), PoolBench.mb(row[:total_pss][:median]),
-            format("%.2f (%.2f–%.2f)", r[:median], r[:min], r[:max]), format("%.2f", row[:max_ratio]),
+            Bench::Stats.range(r, "%.2f"), format("%.2f", row[:max_ratio]),
             PoolBench.mb(row[:worker_private_dirty]), row[:processes], format("%.2f", row[:wall])]
         end
       )

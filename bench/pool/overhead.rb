@@ -31,7 +31,7 @@ module PoolBench
       variants << [PARALLEL, -> { Parallel.map(items, in_processes: WORKERS, &work) }] unless PoolBench.parallel_missing
       variants.each { |label, run| raise "#{label} is wrong" unless run.call == items } # warm-up and check
       rows = PoolBench.repeat(variants, @reps, "overhead").transform_values do |values|
-        stats = PoolBench.stats(values)
+        stats = Bench::Stats.summary(values)
         stats.merge(runs: values, us_per_item: stats[:median] * 1e6 / ITEMS)
       end
       verdict = judge(rows)

@@ -63,9 +63,9 @@ module PoolBench
         end
       end
       times = PoolBench.repeat(variants, @reps, name)
-      sequential = PoolBench.median(times["sequential"])
+      sequential = Bench::Stats.median(times["sequential"])
       rows = times.to_h do |label, values|
-        stats = PoolBench.stats(values)
+        stats = Bench::Stats.summary(values)
         [label, stats.merge(runs: values, speedup: sequential / stats[:median])]
       end
       skipped.each { |label, reason| rows[label] = {skipped: reason} }
@@ -103,7 +103,7 @@ module PoolBench
       return "not run" unless row
       return "skipped (gem missing)" if row[:skipped]
 
-      format("%.3f (%.3f–%.3f), %.2fx", row[:median], row[:min], row[:max], row[:speedup])
+      "#{Bench::Stats.range(row, "%.3f")}, #{format("%.2fx", row[:speedup])}"
     end
 
     def describe

@@ -25,9 +25,9 @@ module PoolBench
       # Each item is timed where it runs: what share of the workers' time
       # went to items is the pool's own doing, whatever speed the vCPUs had.
       work = lambda do |rounds|
-        started = PoolBench.now
+        started = Bench::Clock.now
         Loads.cpu(rounds)
-        [rounds, PoolBench.now - started]
+        [rounds, Bench::Clock.now - started]
       end
       variants = [
         ["sequential", -> { items.map(&work) }],
@@ -47,15 +47,15 @@ module PoolBench
           end
         end]
       end
-      load_before = PoolBench.loadavg
+      load_before = Bench::Report.loadavg
       per_cpu = BareForks.per_cpu_seconds(ROUNDS, items: 4)
       times = PoolBench.repeat(timed, @reps, "speedup")
-      sequential = PoolBench.median(times["sequential"])
+      sequential = Bench::Stats.median(times["sequential"])
       rows = times.to_h do |label, values|
-        stats = PoolBench.stats(values)
+        stats = Bench::Stats.summary(values)
         busy = busy_shares(label, values, item_seconds[label])
-        [label, stats.merge(runs: values, speedup: sequential / stats[:median], cpu_seconds: PoolBench.median(cpu[label]),
-          busy: PoolBench.median(busy), busy_runs: busy)]
+        [label, stats.merge(runs: values, speedup: sequential / stats[:median], cpu_seconds: Bench::Stats.median(cpu[label]),
+          busy: Bench::Stats.median(busy), busy_runs: busy)]
       end
       speedup = rows.dig(HERD, :speedup)
       parallel = rows.dig(PARALLEL, :speedup)
@@ -72,7 +72,7 @@ module PoolBench
       {markdown: markdown, data: {reps: @reps, items: ITEMS, item_work: "Loads.cpu(#{ROUNDS})", workers: WORKERS,
                                   target: TARGET, speedup: speedup, parallel_speedup: parallel, ceiling_speedup: ceiling, met: met,
                                   per_cpu_seconds: per_cpu, loadavg_before: load_before,
-                                  loadavg_after: PoolBench.loadavg, rows: rows, skipped: PoolBench.parallel_missing}}
+                                  loadavg_after: Bench::Report.loadavg, rows: rows, skipped: PoolBench.parallel_missing}}
     end
 
     private
@@ -82,7 +82,7 @@ module PoolBench
     def paired(times)
       ratios = times[PARALLEL].zip(times[HERD]).map { |theirs, ours| theirs / ours }
       format(" Round by round, the parallel gem's time / herd's: median %.3f (%.3f–%.3f; above 1: herd faster).",
-        PoolBench.median(ratios), ratios.min, ratios.max)
+        Bench::Stats.median(ratios), ratios.min, ratios.max)
     end
 
     # @return [Array<Float>] per run, the items' time in their workers over
@@ -110,7 +110,7 @@ module PoolBench
 
       gaps = rows[HERD][:busy_runs].zip(rows[PARALLEL][:busy_runs]).map { |herd, gem| (herd - gem) * 100 }
       text + format(" Round by round, herd's share minus the parallel gem's: median %+.2f points (%+.2f to %+.2f).",
-        PoolBench.median(gaps), gaps.min, gaps.max)
+        Bench::Stats.median(gaps), gaps.min, gaps.max)
     end
 
     # @return [Float] CPU seconds used by this process and its reaped children during the block
@@ -131,7 +131,7 @@ module PoolBench
         ## 3. CPU-bound speedup
 
         #{ITEMS} items of equal cost (`#{ROUNDS}.times { 1000.times { 2**3**4 } }`, ~#{format("%.2f", rows["sequential"][:median] / ITEMS)} s each),
-        #{@reps} runs each, interleaved. Load average before: #{load_before}, after: #{PoolBench.loadavg}
+        #{@reps} runs each, interleaved. Load average before: #{load_before}, after: #{Bench::Report.loadavg}
         (other work on these #{Etc.nprocessors} cores shows up as wall time above CPU time / #{WORKERS}).
         #{PoolBench.per_cpu_line(per_cpu)}
         The ceiling row is the leanest fork pool there is (bench/pool/bare_forks.rb): what any pool can reach

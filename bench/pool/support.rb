@@ -1,24 +1,14 @@
 # frozen_string_literal: true
 
-require "etc"
+require_relative "../support/clock"
 require_relative "../support/report"
+require_relative "../support/stats"
 
 module PoolBench
   MB = 1024.0 * 1024
   INSTALL_HINT = "bundle config set --local with bench && bundle install"
 
   module_function
-
-  def now
-    Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  end
-
-  # @return [Float] seconds the block took
-  def time
-    started = now
-    yield
-    now - started
-  end
 
   # @return [String, nil] why the parallel gem cannot be used, nil when it can
   def parallel_missing
@@ -28,13 +18,6 @@ module PoolBench
     @parallel_missing = nil
   rescue LoadError => e
     @parallel_missing = "parallel gem not installed (#{e.message}); #{INSTALL_HINT}"
-  end
-
-  # @return [String] the 1, 5 and 15 minute load averages: other work on the machine skews timings
-  def loadavg
-    File.read("/proc/loadavg").split.first(3).join(" ")
-  rescue SystemCallError
-    "unknown"
   end
 
   # Runs every variant `reps` times, interleaved (variant A, B, C, then again)
@@ -50,7 +33,7 @@ module PoolBench
     times = variants.to_h { |name, _| [name, []] }
     reps.times do |rep|
       variants.rotate(rep).each do |name, run|
-        times[name] << time { run.call }
+        times[name] << Bench::Clock.seconds { run.call }
         warn format("  %s rep %d/%d: %-40s %.3f s", label, rep + 1, reps, name, times[name].last) unless quiet
       end
       warn format("  %s rep %d/%d", label, rep + 1, reps) if quiet && ((rep + 1) % 10).zero?
@@ -58,16 +41,8 @@ module PoolBench
     times
   end
 
-  def stats(values)
-    Bench::Report.stats(values)
-  end
-
-  def median(values)
-    Bench::Report.median(values)
-  end
-
   def seconds(stat)
-    format("%.3f (%.3f–%.3f)", stat[:median], stat[:min], stat[:max])
+    Bench::Stats.range(stat, "%.3f")
   end
 
   def table(headers, rows)

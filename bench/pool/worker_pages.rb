@@ -20,6 +20,8 @@ require "socket"
 require "tmpdir"
 require "time"
 require_relative "../../lib/herd"
+require_relative "../support/clock"
+require_relative "../support/stats"
 
 options = {calls: 30, name: nil}
 OptionParser.new do |opts|
@@ -32,8 +34,6 @@ module WorkerPages
 
   module_function
 
-  def now = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
-
   def referenced_kib = File.read("/proc/self/smaps_rollup")[/^Referenced:\s+(\d+)/, 1].to_i
 
   def faults = File.read("/proc/self/stat").split(") ").last.split[STAT_MINFLT - 2].to_i
@@ -45,7 +45,7 @@ module WorkerPages
     if mode == "refs"
       File.write("/proc/self/clear_refs", "1")
     else
-      @start = [now, faults]
+      @start = [Bench::Clock.cpu, faults]
     end
   end
 
@@ -53,15 +53,13 @@ module WorkerPages
   def finish!(path, mode)
     return unless path
 
-    record = (mode == "refs") ? [referenced_kib] : [(now - @start[0]) * 1000, faults - @start[1]]
+    record = (mode == "refs") ? [referenced_kib] : [(Bench::Clock.cpu - @start[0]) * 1000, faults - @start[1]]
     File.open(path, "ab") { |file| file.write(Marshal.dump(record)) }
   end
 
   def records(path)
     File.open(path, "rb") { |file| [].tap { |all| all << Marshal.load(file) until file.eof? } }
   end
-
-  def median(values) = values.sort[values.size / 2]
 end
 
 # The child's first moment, whoever forks it.
@@ -118,8 +116,8 @@ rows = Dir.mktmpdir("worker-pages") do |dir|
       ENV.delete("WORKER_PAGES_OUT")
     end
     cpu, refs = measured.values_at("cpu", "refs")
-    [label, cpu.size, WorkerPages.median(refs.map(&:first)), WorkerPages.median(cpu.map(&:first)),
-      WorkerPages.median(cpu.map(&:last))]
+    [label, cpu.size, Bench::Stats.median(refs.map(&:first)).round, Bench::Stats.median(cpu.map(&:first)),
+      Bench::Stats.median(cpu.map(&:last)).round]
   end
 end
 

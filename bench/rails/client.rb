@@ -3,6 +3,7 @@
 require "socket"
 require "uri"
 require "herd/linux"
+require_relative "../support/clock"
 
 module RailsBench
   # The load: CLIENTS processes (forked, so that they do not share a GVL),
@@ -123,14 +124,14 @@ module RailsBench
             "thing[name]" => "thing #{id}", "thing[notes]" => "updated by client #{@index} at step #{@step}")]
         end
         @last_id = nil if kind == :show
-        started = now
+        started = Bench::Clock.now
         head, status = exchange(method, path, body)
-        seconds = now - started
+        seconds = Bench::Clock.now - started
         remember(head)
         extra = @header && head[/^#{@header}:\s*(.*?)\r?$/i, 1]
         [kind, status, started, seconds, extra]
       rescue SystemCallError, IOError, SocketError, Timeout => e
-        [kind, 0, started, now - started, "#{e.class}: #{e.message}"[0, 200]]
+        [kind, 0, started, Bench::Clock.now - started, "#{e.class}: #{e.message}"[0, 200]]
       end
 
       class Timeout < StandardError; end
@@ -154,14 +155,14 @@ module RailsBench
       end
 
       def read_all(socket)
-        deadline = now + TIMEOUT
+        deadline = Bench::Clock.now + TIMEOUT
         data = +""
         loop do
           chunk = socket.read_nonblock(65536, exception: false)
           case chunk
           when nil then return data
           when :wait_readable
-            raise Timeout, "no response in #{TIMEOUT} s" unless socket.wait_readable([deadline - now, 0].max)
+            raise Timeout, "no response in #{TIMEOUT} s" unless socket.wait_readable([deadline - Bench::Clock.now, 0].max)
           else data << chunk
           end
         end
@@ -174,10 +175,6 @@ module RailsBench
           @token = @page[/<meta name="csrf-token" content="([^"]+)"/, 1] || @token
           @page = nil
         end
-      end
-
-      def now
-        Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
     end
   end

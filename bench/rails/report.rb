@@ -18,9 +18,8 @@ module RailsBench
     def cell(values, digits = 1)
       return "–" if values.empty?
 
-      stats = Bench::Report.stats(values)
-      fmt = ->(v) { format("%.#{digits}f", v) }
-      (stats[:n] == 1) ? fmt.call(stats[:median]) : "#{fmt.call(stats[:median])} (#{fmt.call(stats[:min])}–#{fmt.call(stats[:max])})"
+      stats = Bench::Stats.summary(values)
+      (stats[:n] == 1) ? format("%.#{digits}f", stats[:median]) : Bench::Stats.range(stats, "%.#{digits}f")
     end
 
     def values(name, &block)
@@ -45,11 +44,11 @@ module RailsBench
       {
         avg_ratio: ratios("herd", "pitchfork", &avg), peak_ratio: ratios("herd", "pitchfork", &peak),
         rps_ratio: ratios("herd", "puma", &rps), cpu_ratio: ratios("herd", "puma", &cpu),
-        avg_ratio_median: Bench::Report.median(ratios("herd", "pitchfork", &avg)),
-        peak_ratio_median: Bench::Report.median(ratios("herd", "pitchfork", &peak)),
-        rps_ratio_median: Bench::Report.median(ratios("herd", "puma", &rps)),
-        cpu_ratio_median: Bench::Report.median(ratios("herd", "puma", &cpu)),
-        cpu_ms_per_request: servers.to_h { |name| [name, Bench::Report.median(values(name) { |r| r[:cpu_ms_per_request] })] }
+        avg_ratio_median: Bench::Stats.median(ratios("herd", "pitchfork", &avg)),
+        peak_ratio_median: Bench::Stats.median(ratios("herd", "pitchfork", &peak)),
+        rps_ratio_median: Bench::Stats.median(ratios("herd", "puma", &rps)),
+        cpu_ratio_median: Bench::Stats.median(ratios("herd", "puma", &cpu)),
+        cpu_ms_per_request: servers.to_h { |name| [name, Bench::Stats.median(values(name) { |r| r[:cpu_ms_per_request] })] }
       }
     end
 
@@ -87,7 +86,7 @@ module RailsBench
     def spread(values, fmt)
       return "not measured" if values.empty?
 
-      "#{fmt.call(values.min)}–#{fmt.call(values.max)}#{", median #{fmt.call(Bench::Report.median(values))}" if values.size > 2}"
+      "#{fmt.call(values.min)}–#{fmt.call(values.max)}#{", median #{fmt.call(Bench::Stats.median(values))}" if values.size > 2}"
     end
 
     def targets

@@ -20,7 +20,7 @@ module RailsBench
     missing = missing_bundle
     abort "bench/#{name}: #{missing}" if missing
     env = environment(command)
-    started = HttpBench.now
+    started = Bench::Clock.now
     runs = []
     Dir.mktmpdir("bench-#{name}") do |work|
       app = template(work)
@@ -30,7 +30,7 @@ module RailsBench
       end
     end
     env[:loadavg_end] = Bench::Report.loadavg
-    env[:seconds] = (HttpBench.now - started).round
+    env[:seconds] = (Bench::Clock.now - started).round
     [env, runs]
   end
 end

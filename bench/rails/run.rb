@@ -2,8 +2,10 @@
 
 require_relative "server"
 require_relative "client"
-require_relative "cpu"
+require_relative "../support/clock"
+require_relative "../support/processes"
 require_relative "../support/sampler"
+require_relative "../support/stats"
 
 module RailsBench
   # Log lines that mark a refork, per server.
@@ -14,8 +16,8 @@ module RailsBench
 
   # @return [Hash] the latency statistics of the clients' records, ms
   def latency(records)
-    seconds = records.map { |record| record[3] }.sort
-    pick = ->(q) { seconds.empty? ? nil : (seconds[[(q * seconds.size).ceil - 1, 0].max] * 1000).round(1) }
+    seconds = records.map { |record| record[3] }
+    pick = ->(q) { Bench::Stats.percentile(seconds, q)&.then { |value| (value * 1000).round(1) } }
     {p50: pick.call(0.50), p90: pick.call(0.90), p99: pick.call(0.99), p999: pick.call(0.999), max: pick.call(1.0)}
   end
 
@@ -38,15 +40,15 @@ module RailsBench
     sampler = Bench::Sampler.new(running.pid, interval: interval, titles: true)
     first = sampler.take # at rest, booted
     client = Client.new(port: running.port, ids: template[:ids], requests: requests)
-    cpu = tree_cpu(running.pid)
-    started = HttpBench.now
-    busy = HttpBench.system_busy
+    cpu = Bench::Processes.tree_cpu(running.pid)
+    started = Bench::Clock.now
+    busy = Bench::Processes.system_busy
     sampler.start
     client.start
     records = client.wait
-    finished = HttpBench.now
-    cpu = tree_cpu(running.pid) - cpu
-    result[:busy_cores] = ((HttpBench.system_busy - busy) / (finished - started)).round(2) # everything on the machine
+    finished = Bench::Clock.now
+    cpu = Bench::Processes.tree_cpu(running.pid) - cpu
+    result[:busy_cores] = ((Bench::Processes.system_busy - busy) / (finished - started)).round(2) # everything on the machine
     result[:loadavg] = Bench::Report.loadavg
     sampler.stop
     bad = failures(records)

@@ -2,6 +2,10 @@
 
 require_relative "app"
 require_relative "../cow/servers" # the role of each process, from its title
+require_relative "../support/clock"
+require_relative "../support/http_probe"
+require_relative "../support/processes"
+require_relative "../support/server_process"
 
 module RailsBench
   CONFIG = File.join(__dir__, "config")
@@ -99,13 +103,14 @@ module RailsBench
     end
   end
 
-  # A server running in a directory of its own, in its own process group.
+  # A setup of SERVERS running (Bench::ServerProcess) in a copy of the app,
+  # ready once /things answers 200 and its workers have settled.
   class Running
     BOOT_TIMEOUT = 120
     SETTLE_TIMEOUT = 60
     STOP_TIMEOUT = 30
 
-    attr_reader :pid, :port, :log_path, :boot_seconds
+    attr_reader :port, :log_path, :boot_seconds
 
     def initialize(server, dir:, workers:, log_path:)
       @server = server
@@ -117,40 +122,33 @@ module RailsBench
     # Starts it; returns once an HTTP request to /things got a 200 and the
     # server runs its workers, nothing forking, for a second.
     def start(path: "/things")
-      started = HttpBench.now
-      @port = HttpBench.free_port
+      started = Bench::Clock.now
+      @port = Bench::HttpProbe.free_port
       env = RailsBench.env("BENCH_PORT" => @port.to_s, "BENCH_WORKERS" => @workers.to_s).merge(@server.env)
-      @pid = Process.spawn(env, *@server.argv.call(@port, @server.config_path), chdir: @dir, pgroup: true,
-        in: File::NULL, out: @log_path, err: [:child, :out])
-      deadline = started + BOOT_TIMEOUT
-      until (probe = HttpBench.probe(@port, path)) && probe[:status] == 200
-        raise "#{@server.name} exited during boot\n#{log_tail}" if reaped?
-        raise "#{@server.name}: no 200 on #{path} in #{BOOT_TIMEOUT} s (#{probe.inspect})\n#{log_tail}" if HttpBench.now > deadline
-
-        sleep 0.1
+      @process = Bench::ServerProcess.new(@server.name, @server.argv.call(@port, @server.config_path), env: env,
+        chdir: @dir, log_path: @log_path)
+      probe = nil
+      @process.start(timeout: BOOT_TIMEOUT, awaiting: -> { "200 on #{path} (#{probe.inspect})" }, every: 0.1) do
+        (probe = Bench::HttpProbe.get(@port, path)) && probe[:status] == 200
       end
       settle
-      @boot_seconds = (HttpBench.now - started).round(1)
+      @boot_seconds = (Bench::Clock.now - started).round(1)
       self
     end
 
+    def pid = @process&.pid
+
     # @return [Array<Hash>] the server's processes with :role and :generation
     def processes
-      HttpBench.processes(@pid).map do |process|
+      Bench::Processes.of(pid).map do |process|
         role, generation = @server.role.call(process[:title])
         process.merge(role: role, generation: generation)
       end
     end
 
-    def log
-      File.read(@log_path)
-    rescue SystemCallError
-      ""
-    end
+    def log = @process ? @process.log : ""
 
-    def log_tail(lines = 20)
-      log.lines.last(lines).join
-    end
+    def log_tail(lines = 20) = @process ? @process.log_tail(lines) : ""
 
     # The server's own lines appended to the log from now on, read
     # incrementally. Polling the whole log instead (it holds the app's
@@ -166,39 +164,20 @@ module RailsBench
     # Graceful stop, then SIGKILL to what is left of it.
     # @return [Array<String>] problems
     def stop
-      return [] unless @pid
-
-      snapshot = HttpBench.processes(@pid)
-      problems = []
-      begin
-        Process.kill(@server.stop, @pid) unless reaped?
-        deadline = HttpBench.now + STOP_TIMEOUT
-        sleep 0.05 until reaped? || HttpBench.now > deadline
-        problems << "did not exit #{STOP_TIMEOUT} s after SIG#{@server.stop}" unless reaped?
-      rescue SystemCallError => e
-        problems << "stop: #{e.message}"
-      end
-      targets = (reaped? ? [] : [-@pid]) + alive(snapshot)
-      targets.each do |target|
-        Process.kill("KILL", target)
-      rescue SystemCallError
-        nil
-      end
-      sleep 0.05 until reaped? || targets.empty?
-      problems
+      @process ? @process.stop(@server.stop, timeout: STOP_TIMEOUT) : []
     end
 
     private
 
     def settle
-      deadline = HttpBench.now + SETTLE_TIMEOUT
+      deadline = Bench::Clock.now + SETTLE_TIMEOUT
       stable_since = nil
       signature = nil
       loop do
         current = processes
         workers = current.count { |process| process[:role] == :worker }
         transient = current.count { |process| process[:role] == :transient }
-        now = HttpBench.now
+        now = Bench::Clock.now
         key = current.map { |process| process[:pid] }.sort
         stable_since = now if workers != @workers || transient.positive? || key != signature
         signature = key
@@ -207,21 +186,6 @@ module RailsBench
 
         sleep 0.1
       end
-    end
-
-    def alive(snapshot)
-      snapshot.select { |process| HttpBench.stat("/proc/#{process[:pid]}/stat")&.fetch(:start) == process[:start] }
-        .map { |process| process[:pid] }
-    end
-
-    def reaped?
-      return true if @status
-
-      @status = Process.wait2(@pid, Process::WNOHANG)&.last
-      !@status.nil?
-    rescue Errno::ECHILD
-      @status = :gone
-      true
     end
   end
 end

@@ -23,6 +23,8 @@
 
 require "optparse"
 require_relative "scaffold"
+require_relative "../support/clock"
+require_relative "../support/stats"
 
 ROOT = ScaffoldInProcess::ROOT
 ROWS = {
@@ -140,12 +142,11 @@ end
 if ENV["FIRST_PAGES_CHILD"]
   require "fiddle"
   serve = ScaffoldInProcess.boot(ENV.fetch("FIRST_PAGES_APP"))
-  cpu = -> { Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) }
   faults = -> { File.read("/proc/self/stat").split(") ", 2).last.split[7].to_i }
   round = lambda do
-    c, f = cpu.call, faults.call
+    c, f = Bench::Clock.cpu, faults.call
     ScaffoldInProcess::PAGES.times(&serve)
-    [((cpu.call - c) * 1000).round(2), faults.call - f]
+    [((Bench::Clock.cpu - c) * 1000).round(2), faults.call - f]
   end
   rounds = Integer(ENV.fetch("FIRST_PAGES_ROUNDS"))
   Integer(ENV.fetch("FIRST_PAGES_WARM")).times(&serve)
@@ -234,11 +235,11 @@ app = options[:from] ? nil : ScaffoldInProcess.generate
   end
 end
 
-median = ->(values) { values.sort[values.size / 2] }
+median = Bench::Stats.method(:median)
 kinds = results.values.flatten.flat_map { |r| r[:first_kinds].keys + r[:later_kinds].keys }.map(&:to_s).uniq.sort
 fmt_kinds = lambda do |runs, key|
   kinds.filter_map do |kind|
-    value = median.call(runs.map { |r| r[key][kind.to_sym].to_i })
+    value = median.call(runs.map { |r| r[key][kind.to_sym].to_i }).round
     "#{kind} #{value}" if value.positive?
   end.join("; ")
 end
@@ -253,9 +254,9 @@ table = ROWS.keys.map do |name|
   first_x = median.call(runs.map { |r| r[:first][0] / r[:warm][0] }).round(1)
   later_x = median.call(runs.map { |r| r[:later][0] / (r[:warm][0] * (options[:rounds] - 1)) }).round(2)
   [name, median.call(runs.map { |r| r[:warm][0] }),
-    "#{first_x}×, #{median.call(runs.map { |r| r[:first][1] })} faults#{touched.call(runs, median)}",
+    "#{first_x}×, #{median.call(runs.map { |r| r[:first][1] }).round} faults#{touched.call(runs, median)}",
     fmt_kinds.call(runs, :first_kinds),
-    "#{later_x}× per round, #{median.call(runs.map { |r| r[:later][1] })} faults",
+    "#{later_x}× per round, #{median.call(runs.map { |r| r[:later][1] }).round} faults",
     fmt_kinds.call(runs, :later_kinds), "#{median.call(runs.map { |r| r[:last_rounds][0] / r[:warm][0] }).round(2)}×",
     runs.map { |r| r[:gcs].join("/") }.join(", "), (median.call(runs.map { |r| r[:uss] }) / 1048576.0).round(1)]
 end

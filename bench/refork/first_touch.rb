@@ -12,18 +12,20 @@
 #
 #   ruby bench/refork/first_touch.rb [MiB]
 
+require_relative "../support/clock"
+
 mib = Integer(ARGV[0] || 200)
 data = "x" * (mib << 20)
 pages = data.bytesize / 4096
 read_pass = lambda do
-  started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  started = Bench::Clock.now
   sum = 0
   i = 0
   while i < pages
     sum += data.getbyte(i * 4096)
     i += 1
   end
-  Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+  Bench::Clock.now - started
 end
 faults = -> { File.read("/proc/self/stat").split(") ", 2).last.split[7].to_i }
 read_pass.call # the parent's own first pass

@@ -33,7 +33,7 @@ module ReforkBench
       stop_path = File.join(work, "#{name}.stop")
       client = RailsBench::Client.new(port: running.port, ids: template[:ids], stop_path: stop_path).start
       sleep warm
-      next_signal = HttpBench.now + WINDOW
+      next_signal = Bench::Clock.now + WINDOW
       rolls = Array.new(reforks) do
         sleep_until(next_signal)
         roll = refork(running, reloader, workers)
@@ -62,15 +62,15 @@ module ReforkBench
     def refork(running, reloader, workers)
       before = newest_generation(running)
       follower = running.follow_log
-      signaled = HttpBench.now
+      signaled = Bench::Clock.now
       Process.kill(reloader.signal, running.pid)
       deadline = signaled + ROLL_TIMEOUT
       until newest_generation(running) > before && reloader.done.call(running, follower.read, workers)
-        raise "the roll did not end in #{ROLL_TIMEOUT} s\n#{running.log_tail}" if HttpBench.now > deadline
+        raise "the roll did not end in #{ROLL_TIMEOUT} s\n#{running.log_tail}" if Bench::Clock.now > deadline
 
         sleep 0.05
       end
-      done = HttpBench.now
+      done = Bench::Clock.now
       # What the refork's own steps cost (herd logs each: the new mold's
       # heap preparation, each new worker's warm-up), to tell them from the
       # new workers' first requests.
@@ -82,7 +82,7 @@ module ReforkBench
     end
 
     def sleep_until(time)
-      left = time - HttpBench.now
+      left = time - Bench::Clock.now
       sleep left if left.positive?
     end
 

@@ -19,6 +19,8 @@
 
 require "optparse"
 require_relative "scaffold"
+require_relative "../support/clock"
+require_relative "../support/stats"
 
 ROOT = ScaffoldInProcess::ROOT
 STEPS = {
@@ -45,11 +47,11 @@ if ENV["STEPS_CHILD"]
   reader, writer = IO.pipe.each(&:binmode)
   mold = fork do
     reader.close
-    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    t0 = Bench::Clock.now
     c0 = Process.times
     report = heap_options && Herd::Heap.prepare(**heap_options)
     c1 = Process.times
-    wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    wall = Bench::Clock.now - t0
     mold_uss = Herd::Memory.sample.uss
     workers = 2.times.map do
       r, w = IO.pipe.each(&:binmode)
@@ -90,7 +92,7 @@ options[:reps].times do |rep|
 end
 
 mib = ->(bytes) { (bytes / 1048576.0).round(1) }
-median = ->(values) { values.sort[values.size / 2] }
+median = Bench::Stats.method(:median)
 table = rows.map do |name, warm|
   runs = results[[name, warm]]
   cpu = runs.map { |r| r[:user] + r[:sys] }

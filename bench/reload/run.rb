@@ -72,24 +72,24 @@ module ReloadBench
     stop_path = File.join(work, "#{name}.stop")
     sampler = Bench::Sampler.new(running.pid, interval: interval, titles: true, cpu: true)
     client = RailsBench::Client.new(port: running.port, ids: template[:ids], stop_path: stop_path, header: "x-release")
-    t0 = HttpBench.now
+    t0 = Bench::Clock.now
     sampler.start
     client.start
     result[:warm] = warm_up(running, server, workers, warm, warm_generation)
-    steady_from = HttpBench.now
+    steady_from = Bench::Clock.now
     sleep steady
     log_mark = running.log.size
     follower = running.follow_log
     File.write(File.join(dir, "RELEASE"), "2\n") if new_code # the new code: read by the next boot only
-    signaled = HttpBench.now
+    signaled = Bench::Clock.now
     Process.kill(reloader.signal, running.pid)
     mold = watch_mold(running, reloader, follower, signaled)
     done_at = wait_done(running, reloader, follower, workers, signaled)
     sleep after
-    stopping = HttpBench.now
+    stopping = Bench::Clock.now
     FileUtils.touch(stop_path)
     records = client.wait
-    finished = HttpBench.now
+    finished = Bench::Clock.now
     sampler.stop
     result.merge!(analyse(records, sampler.samples, t0: t0, steady_from: steady_from, signaled: signaled, done_at: done_at,
       stopping: stopping, finished: finished, mold: mold))
@@ -115,18 +115,18 @@ module ReloadBench
   # Until the refork schedule reached `generation` and that rollout settled
   # (herd), or `seconds` (a server whose log has no generations).
   def warm_up(running, server, workers, seconds, generation)
-    started = HttpBench.now
+    started = Bench::Clock.now
     deadline = started + 240
     if server.name.start_with?("herd") && !server.env["HERD_BENCH_OPTIONS"].to_s.include?("refork_after false")
       until settled?(running, workers, generation)
-        raise "no settled generation #{generation} in 240 s\n#{running.log_tail}" if HttpBench.now > deadline
+        raise "no settled generation #{generation} in 240 s\n#{running.log_tail}" if Bench::Clock.now > deadline
 
         sleep 0.1
       end
     else
       sleep seconds
     end
-    {seconds: (HttpBench.now - started).round(1), generation: running.processes.filter_map { |p| p[:role] == :worker && p[:generation] }.max}
+    {seconds: (Bench::Clock.now - started).round(1), generation: running.processes.filter_map { |p| p[:role] == :worker && p[:generation] }.max}
   end
 
   def settled?(running, workers, generation)
@@ -141,13 +141,13 @@ module ReloadBench
   def watch_mold(running, reloader, follower, signaled)
     deadline = signaled + 120
     until (found = reloader.mold.call(follower.read, running))
-      raise "no new mold in 120 s\n#{running.log_tail}" if HttpBench.now > deadline
+      raise "no new mold in 120 s\n#{running.log_tail}" if Bench::Clock.now > deadline
 
       sleep 0.02
     end
     generation, pid = found
     sample = Herd::Memory.sample(pid)
-    {generation: generation, pid: pid, seconds_after_signal: (HttpBench.now - signaled).round(2),
+    {generation: generation, pid: pid, seconds_after_signal: (Bench::Clock.now - signaled).round(2),
      pss: (sample.pss / Bench::MIB).round(1), uss: (sample.uss / Bench::MIB).round(1),
      rss: (sample.rss / Bench::MIB).round(1)}
   end
@@ -155,11 +155,11 @@ module ReloadBench
   def wait_done(running, reloader, follower, workers, signaled)
     deadline = signaled + 180
     until reloader.done.call(running, follower.read, workers)
-      raise "the roll did not end in 180 s\n#{running.log_tail}" if HttpBench.now > deadline
+      raise "the roll did not end in 180 s\n#{running.log_tail}" if Bench::Clock.now > deadline
 
       sleep 0.05
     end
-    HttpBench.now
+    Bench::Clock.now
   end
 
   def analyse(records, samples, t0:, steady_from:, signaled:, done_at:, stopping:, finished:, mold:)
@@ -167,7 +167,7 @@ module ReloadBench
     steady = samples.select { |s| s[:t].between?(steady_from, signaled) }.map { |s| s[:pss] }
     roll = samples.select { |s| s[:t].between?(signaled, done_at + 1.0) }
     peak = roll.max_by { |s| s[:pss] }
-    steady_pss = Bench::Report.median(steady)
+    steady_pss = Bench::Stats.median(steady)
     bound = ((steady_pss + mold[:pss]) * 1.10).round(1)
     bad = RailsBench.failures(records)
     after = records.select { |r| r[2] >= done_at }

@@ -4,9 +4,10 @@ require "etc"
 require "fileutils"
 require "json"
 require "time"
+require_relative "stats"
 
 module Bench
-  # What every benchmark writes: an environment header, medians, a markdown
+  # What every benchmark writes: an environment header, a markdown
   # table for people and JSON for tools, both under bench/results/.
   module Report
     ROOT = File.expand_path("../..", __dir__)
@@ -42,19 +43,10 @@ module Bench
       "#{prefix}ruby #{relative(script)} #{args.join(" ")}".strip
     end
 
-    # @return [Float, nil] the median, nil for no values
-    def median(values)
-      return nil if values.empty?
+    # Bench::Stats under its former names, for bench/cow.
+    def median(values) = Stats.median(values)
 
-      sorted = values.sort
-      mid = sorted.size / 2
-      sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
-    end
-
-    # @return [Hash] :median, :min, :max, :n
-    def stats(values)
-      {median: median(values), min: values.min, max: values.max, n: values.size}
-    end
+    def stats(values) = Stats.summary(values)
 
     # @param headers [Array<String>]
     # @param rows [Array<Array>] cells, converted with #to_s

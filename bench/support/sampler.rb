@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 require "herd/memory"
-require_relative "../http/support"
+require_relative "clock"
+require_relative "processes"
 
 module Bench
   MIB = 1048576.0
@@ -28,12 +29,12 @@ module Bench
 
     def start
       @thread = Thread.new do
-        next_at = now
+        next_at = Clock.now
         until @stop
           take
           next_at += @interval
-          pause = next_at - now
-          pause.positive? ? sleep(pause) : (next_at = now)
+          pause = next_at - Clock.now
+          pause.positive? ? sleep(pause) : (next_at = Clock.now)
         end
       end
       self
@@ -50,7 +51,7 @@ module Bench
     # @return [Hash, nil] a sample taken now
     def take
       rows = self.class.rows(@pid)
-      sample = {t: now, pss: (rows.sum { |row| row.sample.pss } / MIB).round(2), processes: rows.size}
+      sample = {t: Clock.now, pss: (rows.sum { |row| row.sample.pss } / MIB).round(2), processes: rows.size}
       sample[:rows] = rows.map { |row| [row.pid, row.title.to_s[0, 60], (row.sample.pss / MIB).round(2)] } if @titles
       sample[:cpu] = self.class.cpu(rows) if @cpu
       @mutex.synchronize { @samples << sample }
@@ -58,10 +59,6 @@ module Bench
       sample
     rescue Herd::Error
       nil # the root is gone (stopping)
-    end
-
-    def now
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
     Row = Struct.new(:pid, :title, :sample)
@@ -72,14 +69,10 @@ module Bench
     # @return [Hash] :processes {pid => [title, minor faults, user + system seconds]}, :busy, :idle (seconds)
     def self.cpu(rows)
       processes = rows.each_with_object({}) do |row, table|
-        fields = File.read("/proc/#{row.pid}/stat").split(") ", 2).last.split
-        table[row.pid] = [row.title.to_s[0, 60], fields[7].to_i, (fields[11].to_i + fields[12].to_i) / HttpBench::TICKS]
-      rescue SystemCallError
-        next
+        stat = Processes.stat("/proc/#{row.pid}/stat", zombies: true)
+        table[row.pid] = [row.title.to_s[0, 60], stat[:minflt], stat[:cpu]] if stat
       end
-      user, nice, system, idle, iowait, irq, softirq, steal = File.read("/proc/stat")[/^cpu\s+(.*)$/, 1].split.map(&:to_i)
-      {processes: processes, busy: (user + nice + system + irq + softirq + steal) / HttpBench::TICKS,
-       idle: (idle + iowait) / HttpBench::TICKS}
+      {processes: processes, **Processes.machine_cpu}
     end
 
     # The rows of Herd::Memory.tree(pid), plus any process of the server's
@@ -89,7 +82,7 @@ module Bench
     def self.rows(pid)
       rows = Herd::Memory.tree(pid).rows.map { |row| Row.new(row.pid, row.title, row.sample) }
       known = rows.map(&:pid)
-      HttpBench.processes(pid).each do |process|
+      Processes.of(pid).each do |process|
         next if known.include?(process[:pid])
 
         rows << Row.new(process[:pid], process[:title], Herd::Memory.sample(process[:pid]))
