@@ -15,14 +15,14 @@
 # a shared VM is noisy (the same child varies by up to 2x), GC time much less.
 #
 # Runs under herd's GC settings, as `herd serve` runs its workers
-# (Herd::Server::RubyGCDefaults; a variable set in the environment wins).
+# (Herd::Cluster::RubyGCDefaults; a variable set in the environment wins).
 $stdout.sync = true
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
-require "herd/server/ruby_gc_defaults"
-missing = Herd::Server::RubyGCDefaults.missing(ENV)
+require "herd/cluster/ruby_gc_defaults"
+missing = Herd::Cluster::RubyGCDefaults.missing(ENV)
 exec(missing, RbConfig.ruby, __FILE__, *ARGV) unless missing.empty?
 require "herd/heap"
-require "herd/server/out_of_band_gc"
+require "herd/cluster/out_of_band_gc"
 require_relative "in_process"
 
 app_path = ARGV[0] || File.join(__dir__, "lazy_caches.ru")
@@ -39,7 +39,7 @@ budgets = ENV["BUDGETS"].split.map { |b| (b == "false") ? false : Integer(b) } i
   reader, writer = IO.pipe
   pid = Process.fork do
     reader.close
-    gc = Herd::Server::OutOfBandGC.new(budget) if budget
+    gc = Herd::Cluster::OutOfBandGC.new(budget) if budget
     started = cpu.call
     count = GC.count
     gc_time = GC.stat(:time) # ms, Ruby >= 3.1

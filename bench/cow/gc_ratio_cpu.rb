@@ -23,7 +23,7 @@ RATIOS = [nil, "0.25"].freeze # nil: Ruby's default (0.65)
 if ENV["HERD_GC_RATIO_SAMPLE"]
   $LOAD_PATH.unshift File.join(ROOT, "lib")
   require "herd/heap"
-  require "herd/server/out_of_band_gc"
+  require "herd/cluster/out_of_band_gc"
   require_relative "in_process"
 
   app_path, path = ARGV.fetch(0).split(":", 2)
@@ -34,7 +34,7 @@ if ENV["HERD_GC_RATIO_SAMPLE"]
   reader, writer = IO.pipe
   pid = Process.fork do
     reader.close
-    gc = Herd::Server::OutOfBandGC.new(Herd::Server::OutOfBandGC::DEFAULT_OBJECTS)
+    gc = Herd::Cluster::OutOfBandGC.new(Herd::Cluster::OutOfBandGC::DEFAULT_OBJECTS)
     count = GC.count
     time = GC.stat(:time)
     cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)

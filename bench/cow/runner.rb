@@ -3,7 +3,7 @@
 require "json"
 require "open3"
 require "rbconfig"
-require "herd/server/ruby_gc_defaults"
+require "herd/cluster/ruby_gc_defaults"
 require_relative "../http/server_process"
 require_relative "ab"
 require_relative "tree"
@@ -72,7 +72,7 @@ module CowBench
     def floor(app, rep)
       argv = [RbConfig.ruby, File.join(__dir__, "floor.rb"), app.rackup, (@requests / WORKERS).to_s, WORKERS.to_s,
         [@more, 1].max.to_s]
-      out, err, status = Open3.capture3({"RACK_ENV" => "production", **Herd::Server::RubyGCDefaults::DEFAULTS}, *argv, chdir: HttpBench::ROOT)
+      out, err, status = Open3.capture3({"RACK_ENV" => "production", **Herd::Cluster::RubyGCDefaults::DEFAULTS}, *argv, chdir: HttpBench::ROOT)
       return {app: app.name, rep: rep, error: err.lines.last(5).join} unless status.success?
 
       {app: app.name, rep: rep, **JSON.parse(out.lines.last, symbolize_names: true)}

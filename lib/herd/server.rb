@@ -5,7 +5,7 @@
 require_relative "version"
 require_relative "errors"
 require_relative "server/config"
-require_relative "server/monitor"
+require_relative "cluster/monitor"
 require_relative "server/service"
 
 module Herd
@@ -16,7 +16,7 @@ module Herd
     # @param config [Config]
     # @return [Integer] exit status
     def self.run(config)
-      Monitor.new(config, service: Service.new).run
+      Cluster::Monitor.new(config, service: Service.new).run
     end
   end
 end

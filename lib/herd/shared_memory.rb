@@ -15,7 +15,7 @@ module Herd
   # with the same methods: {Native} (herd's C extension,
   # ext/herd/head_scanner/shared_memory.c), an object that owns the mapping
   # and unmaps it when collected, which the C scoreboard writes
-  # (Server::ScoreboardSlots) take instead of an address; and this class,
+  # (Cluster::ScoreboardSlots) take instead of an address; and this class,
   # through Fiddle, where the extension is not built or HERD_HEAD_SCANNER=0.
   # @api private
   class SharedMemory

@@ -2,7 +2,7 @@
 
 require "test_helper"
 require "herd/env_switch"
-require "herd/server/lean_monitor"
+require "herd/cluster/lean_monitor"
 
 # How every HERD_* on/off switch is read (docs/CONFIGURATION.md,
 # "Environment variables").
@@ -29,7 +29,7 @@ class EnvSwitchTest < Herd::Test
     refute Herd::ForkHook.prepare_heap_from_env("HERD_PREPARE_HEAP" => "off")
     assert Herd::ForkHook.prepare_heap_from_env("HERD_PREPARE_HEAP" => "fasle")
     assert_equal "HERD_HEAP_INTERNALS=No", Herd::Heap.internals_off("HERD_HEAP_INTERNALS" => "No")
-    lean = Herd::Server::LeanMonitor
+    lean = Herd::Cluster::LeanMonitor
     assert_equal "HERD_LEAN_MONITOR=false", lean.ineligible(["serve"], {"HERD_LEAN_MONITOR" => "false"})
     assert_equal "plain preload", lean.ineligible(["serve"], {"HERD_NO_SUBREAPER" => "yes"})
     refute_equal "plain preload", lean.ineligible(["serve"], {"HERD_NO_SUBREAPER" => "0"})

@@ -1,6 +1,6 @@
 /*
- * Herd::Server::ScoreboardSlots: a worker's two scoreboard writes per
- * request (Herd::Server::Scoreboard#busy and #idle) in C.
+ * Herd::Cluster::ScoreboardSlots: a worker's two scoreboard writes per
+ * request (Herd::Cluster::Scoreboard#busy and #idle) in C.
  *
  * The scoreboard is a shared anonymous mapping (Herd::SharedMemory::Native,
  * shared_memory.c) that the monitor reads for timeouts and /stats. These
@@ -13,7 +13,7 @@
  * set sees the label that goes with it (the Ruby code relies on the order of
  * two copies for the same).
  *
- * The slot layout is Scoreboard's (lib/herd/server/scoreboard.rb): started
+ * The slot layout is Scoreboard's (lib/herd/cluster/scoreboard.rb): started
  * (us, 0 when idle), requests, 8 bytes unused, then the label, ended by a
  * NUL unless it fills its room. Scoreboard uses this only when
  * ScoreboardSlots.layout matches its own and its memory is a Native
@@ -42,7 +42,7 @@ static char *slot_at(VALUE memory, VALUE number) {
   return herd_shared_memory_at(memory, offset, SLOT_BYTES);
 }
 
-/* Herd::Server::ScoreboardSlots.busy(memory, number, method, target): the
+/* Herd::Cluster::ScoreboardSlots.busy(memory, number, method, target): the
  * label "METHOD target", then the start time (monotonic us). */
 static VALUE busy(VALUE self, VALUE memory, VALUE number, VALUE method, VALUE target) {
   StringValue(method);
@@ -67,7 +67,7 @@ static VALUE busy(VALUE self, VALUE memory, VALUE number, VALUE method, VALUE ta
   return Qnil;
 }
 
-/* Herd::Server::ScoreboardSlots.idle(memory, number, requests): the count,
+/* Herd::Cluster::ScoreboardSlots.idle(memory, number, requests): the count,
  * then a start time of 0. */
 static VALUE idle(VALUE self, VALUE memory, VALUE number, VALUE requests) {
   int64_t count = NUM2LL(requests);
@@ -84,8 +84,8 @@ static VALUE layout(VALUE self) {
 }
 
 void herd_init_scoreboard_slots(VALUE herd) {
-  VALUE server = rb_define_module_under(herd, "Server");
-  VALUE module = rb_define_module_under(server, "ScoreboardSlots");
+  VALUE cluster = rb_define_module_under(herd, "Cluster");
+  VALUE module = rb_define_module_under(cluster, "ScoreboardSlots");
   rb_define_singleton_method(module, "busy", busy, 4);
   rb_define_singleton_method(module, "idle", idle, 3);
   rb_define_singleton_method(module, "layout", layout, 0);

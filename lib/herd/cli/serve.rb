@@ -3,7 +3,7 @@
 require "optparse"
 require_relative "../env_switch"
 require_relative "../server"
-require_relative "../server/lean_monitor"
+require_relative "../cluster/lean_monitor"
 require_relative "../server/settings_sources"
 
 module Herd
@@ -19,11 +19,11 @@ module Herd
         @debug = debug
       end
 
-      # Re-executes without RubyGems first (Server::LeanMonitor), then
+      # Re-executes without RubyGems first (Cluster::LeanMonitor), then
       # parses the arguments and the config file and runs the server.
       # @return [Integer] exit status
       def run(argv)
-        Server::LeanMonitor.adopt! || Server::LeanMonitor.reexec(["serve", *argv, *("--debug" if @debug)])
+        Cluster::LeanMonitor.adopt! || Cluster::LeanMonitor.reexec(["serve", *argv, *("--debug" if @debug)])
         config = parse(argv)
         return 0 unless config
 
@@ -64,7 +64,7 @@ module Herd
           opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
             others << ->(c) { c.subreaper = false }
           end
-          opts.on(Server::LeanMonitor::FLAG,
+          opts.on(Cluster::LeanMonitor::FLAG,
             "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
           opts.on("-h", "--help") do
             @out.puts(opts)
@@ -124,7 +124,7 @@ module Herd
 
         Server::Config.new.load_file(file)
       rescue ConfigError => e
-        raise unless e.cause.is_a?(LoadError) && Server::LeanMonitor.restore!
+        raise unless e.cause.is_a?(LoadError) && Cluster::LeanMonitor.restore!
 
         Server::Config.new.load_file(file)
       end

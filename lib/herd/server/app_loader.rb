@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "lean_monitor"
+require_relative "../cluster/lean_monitor"
 
 module Herd
   module Server
@@ -13,7 +13,7 @@ module Herd
       # @return [#call]
       # @raise [ConfigError] when the file is missing; anything the app raises propagates
       def self.load(config)
-        LeanMonitor.restore!
+        Cluster::LeanMonitor.restore!
         require "herd"
         require "herd/http"
         return config.app if config.app

@@ -2,10 +2,10 @@
 
 require_relative "../errors"
 require_relative "../cpu"
-require_relative "hooks"
+require_relative "../cluster/hooks"
 require_relative "setting"
 require_relative "listener"
-require_relative "out_of_band_gc"
+require_relative "../cluster/out_of_band_gc"
 require_relative "warmup"
 
 module Herd
@@ -65,7 +65,7 @@ module Herd
       setting :refork_max_unavailable, nil, SettingChecks.whole(0), reader: false
       setting :refork_max_surge, 1, SettingChecks.whole(0)
       setting :refork_min_ready, 0, SettingChecks.seconds_or_zero
-      setting :out_of_band_gc, OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "10_000")
+      setting :out_of_band_gc, Cluster::OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "10_000")
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
       setting :rackup, "config.ru"
       setting :access_log, nil
@@ -103,7 +103,7 @@ module Herd
         @origins = {}
         @listen_specs = []
         @http_options = {}
-        @hooks = Hooks.new
+        @hooks = Cluster::Hooks.new
       end
 
       # Reads a config file.
@@ -280,7 +280,7 @@ module Herd
           @config.http_options.update(options)
         end
 
-        Hooks::NAMES.each do |name|
+        Cluster::Hooks::NAMES.each do |name|
           define_method(name) { |&block| @config.hooks.add(name, block) }
         end
       end

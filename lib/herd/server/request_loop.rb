@@ -9,7 +9,7 @@ module Herd
   module Server
     # A worker's HTTP work: accepts connections and serves one request at a
     # time. The worker's control messages and signals are taken between
-    # requests ({Worker#take_control}), so a request is never interrupted by
+    # requests ({Cluster::Worker#take_control}), so a request is never interrupted by
     # them. A connection whose request head is not all there yet is held
     # ({PendingConnections}) and watched with the listeners, so slow clients
     # never stand between the application and the clients that are ready.
@@ -21,10 +21,10 @@ module Herd
       # in the env template and the Handler's connection alike.
       URL_SCHEME = "http"
 
-      # @param worker [Worker] the process this loop runs in
+      # @param worker [Cluster::Worker] the process this loop runs in
       # @param app [#call]
       # @param listeners [Array<Listener>]
-      # @param context [Context]
+      # @param context [Cluster::Context]
       def initialize(worker, app, listeners, context)
         @worker = worker
         @app = app
@@ -98,7 +98,7 @@ module Herd
       def use_c_extension
         c_extension = HTTP::HeadScanner.unused_reason.nil?
         @listeners.each { |listener| listener.accept_with(TCPAccept) } if c_extension && defined?(TCPAccept)
-        @worker.scoreboard&.write_with(ScoreboardSlots) if c_extension && defined?(ScoreboardSlots)
+        @worker.scoreboard&.write_with(Cluster::ScoreboardSlots) if c_extension && defined?(Cluster::ScoreboardSlots)
         return unless c_extension && HTTP::HeadScanner.respond_to?(:receive)
 
         @env_templates = @listeners.to_h do |listener|

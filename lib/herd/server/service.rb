@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
 require_relative "listener"
-require_relative "systemd"
+require_relative "../cluster/systemd"
 require_relative "app_loader"
-require_relative "connection_release"
+require_relative "../cluster/connection_release"
 require_relative "rack_autoloads"
 require_relative "request_loop"
 
@@ -23,10 +23,10 @@ module Herd
       end
 
       # In the monitor: binds the listeners (or takes systemd's).
-      # @param log [Log]
+      # @param log [Cluster::Log]
       # @param role [String]
       def open(config, log, role)
-        fds = Systemd.listen_fds
+        fds = Cluster::Systemd.listen_fds
         @listeners = fds.empty? ? config.listeners.map { |spec| Listener.bind(spec) } : fds.map { |fd| Listener.inherit(fd) }
         how = fds.empty? ? "listening on" : "listening (systemd socket) on"
         @listeners.each { |listener| log.info(role, "#{how} #{listener}#{listener.reach}") }
@@ -70,12 +70,12 @@ module Herd
         return unless warmup
 
         log.info(role, warmup.run(app))
-        released = ConnectionRelease.release
+        released = Cluster::ConnectionRelease.release
         log.info(role, "after the warm-up: #{released}") if released
       end
 
       # In a worker: the loop that serves its connections.
-      # @param worker [Worker]
+      # @param worker [Cluster::Worker]
       # @return [RequestLoop]
       def worker_loop(worker, app, context)
         RequestLoop.new(worker, app, @listeners, context)

@@ -203,7 +203,7 @@ module Herd
     end
 
     # Code a worker loads while serving is loaded by every worker for
-    # itself (Herd::Server::LateLoads says so in the log): Rack's form
+    # itself (Herd::Cluster::LateLoads says so in the log): Rack's form
     # parser was, on each worker's first POST, until the mold loaded it.
     def check_no_late_loads
       found = @server.lines.grep(/loaded after the fork/)

@@ -1,0 +1,277 @@
+# frozen_string_literal: true
+
+require_relative "../clock"
+require_relative "../linux"
+require_relative "../malloc"
+require_relative "children"
+require_relative "context"
+require_relative "deadlines"
+require_relative "lean_monitor"
+require_relative "link"
+require_relative "log"
+require_relative "log_files"
+require_relative "monitor_reaping"
+require_relative "monitor_signals"
+require_relative "monitor_telemetry"
+require_relative "pidfile"
+require_relative "recovery"
+require_relative "rollout"
+require_relative "scoreboard"
+require_relative "spawner"
+require_relative "systemd"
+require_relative "telemetry"
+require_relative "workload"
+
+module Herd
+  module Cluster
+    # The process `herd serve` starts. It never loads the application: it
+    # opens its service's sockets (the listeners), becomes a child subreaper, spawns the mold, asks it
+    # for workers, watches them, reaps every child, known or not, and turns
+    # signals into decisions. One thread, one IO.select. The parts:
+    #
+    # - Spawner: forks molds, asks molds for workers and workers for molds
+    # - Rollout: refork and reload, from one generation to the next
+    # - Recovery: pauses after failures; Deadlines: timeouts and SIGKILL
+    # - MonitorSignals: what each signal means; MonitorReaping: deaths
+    # - Protocol: every message between the monitor and its children
+    # - MonitorTelemetry: the memory sampler, the control endpoint and the
+    #   memory policy (refork_when, worker_memory_limit)
+    # @api private
+    class Monitor
+      include MonitorReaping
+      include MonitorSignals
+      include MonitorTelemetry
+
+      SCOREBOARD_SLOTS = 256
+      TICK = 0.2
+      ROLE = "monitor"
+
+      # @return [Telemetry] what happened so far (for /stats, the logs and tests)
+      attr_reader :telemetry
+
+      # @param config [Server::Config]
+      # @param service [Server::Service] what the workers do
+      def initialize(config, service:, log: Log.new(config.log_io))
+        @config = config
+        @service = service
+        @log = log
+        @children = Children.new
+        @recovery = Recovery.new
+        @state = :running
+        @exit_status = 0
+        @telemetry = Telemetry.new
+      end
+
+      # Serves until stopped.
+      # @return [Integer] the exit status
+      def run
+        @config.validate!
+        # Before the redirect: a refusal must reach the terminal.
+        @pidfile = Pidfile.write(@config.pidfile) if @config.pidfile
+        LogFiles.redirect(stdout_path: @config.stdout_path, stderr_path: @config.stderr_path)
+        # Every process of the server writes its lines at once (as under
+        # Puma): a buffered line waits for the next flush, and dies with a
+        # process killed by SIGKILL or the OOM killer.
+        $stdout.sync = true
+        @log.info(ROLE, "settings: #{@config.describe_origins}")
+        build_parts
+        start_telemetry
+        Process.setproctitle(["herd monitor", control_title].compact.join(" "))
+        LeanMonitor.describe(@log, ROLE)
+        @target = @config.workers
+        choose_process_model
+        release_boot_memory
+        supervise
+        @exit_status
+      rescue Herd::Error
+        raise # a setting refused at boot: the CLI says it in one line
+      rescue Exception => e # rubocop:disable Lint/RescueException -- a monitor never dies without a log line
+        @log.error(ROLE, "crashed (#{e.class}); stopping every process of the server", e)
+        raise
+      ensure
+        shut_down_hard
+        @pidfile&.remove
+      end
+
+      private
+
+      def build_parts
+        # HERD_SCOREBOARD_SLOTS exists for the tests of workers without a slot.
+        slots = Integer(ENV.fetch("HERD_SCOREBOARD_SLOTS") { [SCOREBOARD_SLOTS, @config.workers * 4].max })
+        @scoreboard = Scoreboard.allocate(slots)
+        @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard,
+          telemetry: @telemetry)
+        @service.open(@config, @log, ROLE)
+        @signals = SignalQueue.new(SIGNALS)
+        @workload = Workload.new(@scoreboard)
+        @spawner = Spawner.new(children: @children, context: @context, service: @service, signals: @signals,
+          workload: @workload, monitor_ios: -> { telemetry_ios })
+        @rollout = Rollout.new(children: @children, context: @context, spawner: @spawner, workload: @workload)
+        @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload)
+      end
+
+      # A subreaper lets the mold's double-forked workers become our children;
+      # without one (not Linux), we load the app here and fork workers ourselves.
+      def choose_process_model
+        if @config.subreaper && Linux.child_subreaper!
+          @log.info(ROLE, "child subreaper; workers will be forked by the mold")
+        else
+          @log.info(ROLE, "no child subreaper (not Linux, or disabled): plain preload, " \
+            "the monitor loads the app and forks workers itself; reforking is not available")
+          @spawner.boot_local_mold(@rollout.generation)
+        end
+      end
+
+      # The monitor lives as long as the server and its boot garbage (the CLI,
+      # the config) would stay resident: collect it and give malloc's free
+      # pages back.
+      def release_boot_memory
+        GC.start
+        Malloc.trim
+      end
+
+      def supervise
+        loop do
+          @signals.drain.each { |signal| on_signal(signal) }
+          reap
+          break if @state == :stopping && @children.none?
+
+          maintain if @state == :running
+          @deadlines.enforce { |child| on_link_closed(child) }
+          wait
+        end
+        @log.info(ROLE, "stopped")
+      end
+
+      # --- keeping the right processes alive -----------------------------
+
+      def maintain
+        return replace_mold if !@spawner.local_mold && @children.molds.empty? && @recovery.mold_due?
+
+        retire_extra_workers
+        @rollout.roll_out(@target, spawn: @recovery.workers_due?)
+        spawn_missing_workers
+        announce_ready
+        @rollout.consider_refork
+        apply_memory_policy
+      end
+
+      # No mold: promote a warmed worker if there is one (the app stays warm),
+      # otherwise boot a fresh one from config.ru.
+      def replace_mold
+        return if @rollout.pending?
+        return if !@rollout.promotion_candidates.empty? && @rollout.refork("the mold is gone")
+
+        @spawner.spawn_mold(@rollout.fresh_generation)
+      end
+
+      def spawn_missing_workers
+        return unless @recovery.workers_due?
+
+        generation = @rollout.generation
+        mold = @children.molds.find { |child| child.ready? && child.generation == generation }
+        return unless mold || @spawner.local_mold
+
+        missing = (0...@target).to_a - @children.workers.map(&:number)
+        missing.each { |number| @spawner.spawn_worker(number, generation, mold) }
+      end
+
+      def retire_extra_workers
+        @children.workers.each do |child|
+          next if child.number < @target || child.state == :stopping
+
+          @children.stop(child)
+          @log.info(ROLE, "#{child} asked to stop (workers: #{@target})")
+        end
+      end
+
+      def announce_ready
+        return if @announced || @target.zero? || @children.workers.count(&:ready?) < @target
+
+        @announced = true
+        @log.info(ROLE, "ready: #{@target} workers #{@service}")
+        Systemd.notify("READY=1\nSTATUS=#{@target} workers")
+      end
+
+      # --- what the children say ------------------------------------------
+
+      def wait
+        readable, writable = IO.select([@signals.io] + @children.ios + control_read_ios, control_write_ios, nil, TICK)
+        serve_control(readable, writable)
+        return unless readable
+
+        readable.each do |io|
+          next if io == @signals.io || control?(io)
+
+          child = @children.by_io(io)
+          next unless child
+
+          messages, closed = child.link.read_ready
+          messages.each { |message| on_message(child, message) }
+          # unless a message settled it already (a refused promotion)
+          on_link_closed(child) if closed && @children.include?(child)
+        end
+      end
+
+      # See Protocol::FROM_CHILD.
+      def on_message(child, message)
+        case message.first
+        when :hello
+          child.pid ||= message[1]
+          # Asked to stop before it said hello (see Children#stop).
+          @children.signal(child, :QUIT) if child.worker? && child.state == :stopping
+        when :ready then on_ready(child)
+        when :preparing then @deadlines.preparing(child)
+        when :busy
+          child.busy_since = Clock.now
+          child.busy_with = message[1]
+        when :idle
+          child.busy_since = nil
+          child.requests = message[1]
+        when :boot_failed then @rollout.last_boot_error = @last_boot_error = message[1]
+        when :fork_unsafe
+          child.fork_unsafe = true
+          @log.info(ROLE, "#{child} is no longer fork safe (#{message[1]}); it will not be promoted")
+        when :promotion_refused then @rollout.refused(child, message[1], running: @state == :running)
+        end
+      end
+
+      def on_ready(child)
+        return if child.state == :stopping
+
+        child.state = :ready
+        @log.info(ROLE, "#{child} ready")
+        @rollout.mold_ready(child)
+        @rollout.worker_ready(child)
+        @recovery.ready(child)
+      end
+
+      # The child closed its link: it exited (reaped soon) or never told us
+      # its pid (it died while starting).
+      def on_link_closed(child)
+        child.link.close
+        return if child.pid
+
+        @children.delete(child)
+        @log.info(ROLE, "#{child} died while starting")
+        return unless @state == :running
+
+        @rollout.pending_mold?(child) ? @rollout.failed(child, "it died while starting") : spawn_failed
+      end
+
+      # Whatever happened, no child outlives the monitor.
+      def shut_down_hard
+        stop_telemetry
+        return unless @children
+
+        @children.each { |child| @children.signal(child, :KILL) }
+        @children.each do |child|
+          Process.wait(child.pid) if child.pid
+        rescue Errno::ECHILD
+          nil
+        end
+        @service.close
+      end
+    end
+  end
+end

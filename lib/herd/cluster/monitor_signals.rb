@@ -1,0 +1,105 @@
+# frozen_string_literal: true
+
+require_relative "../clock"
+require_relative "log_files"
+require_relative "signal_queue"
+require_relative "systemd"
+
+module Herd
+  module Cluster
+    # What each signal to the monitor means (docs/SIGNALS.md). Every signal
+    # whose default action would end the monitor is caught: an operator's
+    # stray signal is logged and ignored, never a silent death of the whole
+    # server. (SIGKILL and SIGSTOP cannot be caught; SEGV, BUS, ILL, FPE and
+    # VTALRM are Ruby's own.)
+    # @api private
+    module MonitorSignals
+      # Caught and logged, nothing else: their default action is to terminate.
+      IGNORED = %w[ALRM PROF IO PWR XCPU XFSZ].freeze
+      SIGNALS = (%w[QUIT TERM INT TTIN TTOU CHLD USR1 USR2 HUP WINCH] + IGNORED).freeze
+      IMMEDIATE_GRACE = 2
+
+      private
+
+      def on_signal(signal)
+        case signal
+        when "QUIT", "TERM" then stop(:graceful, signal)
+        when "INT" then stop(:immediate, signal)
+        when "TTIN" then resize(@target + 1)
+        when "TTOU" then resize([@target - 1, 0].max)
+        when "USR1" then reopen_logs
+        when "USR2" then @rollout.refork("USR2") if @state == :running
+        when "HUP" then reload
+        when "CHLD", "WINCH" then nil # reaped every tick; a terminal resized
+        else @log.info(Monitor::ROLE, "SIG#{signal} ignored")
+        end
+      end
+
+      def resize(target)
+        return if @state != :running || target == @target
+
+        @log.info(Monitor::ROLE, "workers: #{@target} -> #{target}")
+        @target = target
+      end
+
+      # Ours at once; each child reopens its own (a worker between requests).
+      def reopen_logs
+        reopened = LogFiles.reopen
+        @log.info(Monitor::ROLE, "USR1: reopened #{reopened.empty? ? "no file (none was renamed)" : reopened.join(", ")}; " \
+          "telling #{@children.count} process(es)")
+        @children.each { |child| child.link.send_message([:reopen_logs]) unless child.link.closed? }
+      end
+
+      # HUP: the config file read again and a fresh mold booted from
+      # config.ru; the workers roll onto it once it is ready.
+      def reload
+        return unless @state == :running
+        return @log.info(Monitor::ROLE, "HUP ignored: plain preload (no subreaper) cannot reload; restart the service") if @spawner.local_mold
+        if @config.app
+          return @log.info(Monitor::ROLE, "HUP ignored: this server was given an app object (rackup, rails server), " \
+            "not a file it can load again; restart it to load new code")
+        end
+
+        @rollout.reload("HUP") if reread_config
+      end
+
+      # A config file that does not load stops the reload: the deploy is
+      # broken, and the running generation keeps serving.
+      # @return [Boolean] whether to go on
+      def reread_config
+        return true unless @config.reloader
+
+        fresh = @config.reloader.call
+        kept = @service.kept_on_reload(fresh, @config)
+        @log.info(Monitor::ROLE, "HUP: #{kept}") if kept
+        if fresh.control_listen != @config.control_listen
+          @log.info(Monitor::ROLE, "HUP: control_listen changed in the config file; keeping the endpoint as it is (a restart binds the new one)")
+        end
+        @log.info(Monitor::ROLE, "HUP: workers: #{@target} -> #{fresh.workers}") if fresh.workers != @target
+        @target = fresh.workers
+        @config = @context.config = fresh
+        true
+      rescue Herd::Error, ScriptError, StandardError => e
+        @log.error(Monitor::ROLE, "HUP: the config file did not load (#{e.message}); no reload, " \
+          "generation #{@rollout.generation} keeps serving")
+        false
+      end
+
+      def stop(how, signal = nil)
+        return if @state == :stopping && how == :graceful
+
+        @state = :stopping
+        Systemd.notify("STOPPING=1")
+        if how == :graceful
+          @log.info(Monitor::ROLE, "#{signal}: graceful stop, waiting up to #{@config.shutdown_timeout}s for requests in flight")
+          @children.each { |child| @children.stop(child) }
+          @deadlines.stop_within(@config.shutdown_timeout)
+        else
+          @log.info(Monitor::ROLE, "#{signal || "giving up"}: immediate stop")
+          @children.each { |child| @children.signal(child, :TERM) }
+          @deadlines.stop_within(IMMEDIATE_GRACE)
+        end
+      end
+    end
+  end
+end
