@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
 require "test_helper"
-require "herd/channel"
+require "herd/pool/channel"
 
-class ChannelTest < Herd::Test
+class PoolChannelTest < Herd::Test
   def setup
-    @parent, @child = Herd::Channel.pair
+    @parent, @child = Herd::Pool::Channel.pair
   end
 
   def teardown
@@ -13,7 +13,7 @@ class ChannelTest < Herd::Test
   end
 
   def test_messages_of_any_size_cross_whole_and_in_order
-    big = "x" * (3 * Herd::Channel::READ_SIZE + 17)
+    big = "x" * (3 * Herd::Pool::Channel::READ_SIZE + 17)
     writer = Thread.new { [1, big, {done: true}].each { |message| @child.send_message(message) } }
     received = Array.new(3) { @parent.receive }
     writer.join
@@ -47,7 +47,7 @@ class ChannelTest < Herd::Test
       assert_equal [[:ping], false], @parent.read_ready
       assert_equal [[], false], @parent.read_ready
     end
-    assert_operator GC.stat(:malloc_increase_bytes) - before, :<, Herd::Channel::READ_SIZE
+    assert_operator GC.stat(:malloc_increase_bytes) - before, :<, Herd::Pool::Channel::READ_SIZE
   ensure
     GC.enable
   end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../channel"
+require_relative "channel"
 require_relative "../linux"
 require_relative "../fork_hook"
 require_relative "../process_exit"

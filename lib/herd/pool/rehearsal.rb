@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../channel"
+require_relative "channel"
 require_relative "../process_exit"
 require_relative "scoreboard"
 require_relative "worker_loop"

@@ -4,7 +4,7 @@ require "socket"
 require_relative "batch"
 require_relative "chunk_sizer"
 require_relative "error_payload"
-require_relative "../progress"
+require_relative "progress"
 require_relative "../clock"
 require_relative "../env_switch"
 
