@@ -6,7 +6,7 @@ require "herd/cluster/protocol"
 # Every message the server's processes send is named in Protocol, with its
 # sender and fields: the file a reader opens to learn them.
 class ServerProtocolTest < Herd::Test
-  SOURCES = Dir[File.join(ROOT, "lib", "herd", "{cluster,server}", "*.rb")]
+  SOURCES = Dir[File.join(ROOT, "lib", "herd", "{cluster,server}", "**", "*.rb")]
 
   def test_every_message_sent_is_in_the_protocol
     sent = SOURCES.flat_map { |path| File.read(path).scan(/send_message\(\[:(\w+)/).flatten }.map(&:to_sym).uniq

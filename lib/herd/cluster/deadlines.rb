@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../clock"
-require_relative "monitor_part"
+require_relative "monitor/part"
 
 module Herd
   module Cluster
@@ -10,7 +10,7 @@ module Herd
     # SIGKILL: a process past its deadline is not trusted to leave by itself.
     # @api private
     class Deadlines
-      include MonitorPart
+      include Monitor::Part
 
       # @param children [Children]
       # @param context [Context]

@@ -10,13 +10,15 @@ require_relative "lean_monitor"
 require_relative "link"
 require_relative "log"
 require_relative "log_files"
-require_relative "monitor_reaping"
-require_relative "monitor_signals"
-require_relative "monitor_telemetry"
+require_relative "monitor/instruments"
+require_relative "monitor/plan"
+require_relative "monitor/reaper"
+require_relative "monitor/signals"
 require_relative "pidfile"
 require_relative "recovery"
 require_relative "rollout"
 require_relative "scoreboard"
+require_relative "signal_queue"
 require_relative "spawner"
 require_relative "systemd"
 require_relative "telemetry"
@@ -24,24 +26,22 @@ require_relative "workload"
 
 module Herd
   module Cluster
-    # The process `herd serve` starts. It never loads the application: it
-    # opens its service's sockets (the listeners), becomes a child subreaper, spawns the mold, asks it
-    # for workers, watches them, reaps every child, known or not, and turns
-    # signals into decisions. One thread, one IO.select. The parts:
+    # The process a cluster starts with (`herd serve`). It never loads the
+    # application: it opens its service's sockets (the listeners), becomes a
+    # child subreaper, spawns the mold, asks it for workers, watches them,
+    # reaps every child, known or not, and turns signals into decisions. One
+    # thread, one IO.select. The parts:
     #
+    # - Plan: how many workers, running or stopping, the exit status
     # - Spawner: forks molds, asks molds for workers and workers for molds
     # - Rollout: refork and reload, from one generation to the next
     # - Recovery: pauses after failures; Deadlines: timeouts and SIGKILL
-    # - MonitorSignals: what each signal means; MonitorReaping: deaths
+    # - Signals: what each signal means; Reaper: deaths
     # - Protocol: every message between the monitor and its children
-    # - MonitorTelemetry: the memory sampler, the control endpoint and the
+    # - Instruments: the memory sampler, the control endpoint and the
     #   memory policy (refork_when, worker_memory_limit)
     # @api private
     class Monitor
-      include MonitorReaping
-      include MonitorSignals
-      include MonitorTelemetry
-
       SCOREBOARD_SLOTS = 256
       TICK = 0.2
       ROLE = "monitor"
@@ -57,8 +57,7 @@ module Herd
         @log = log
         @children = Children.new
         @recovery = Recovery.new
-        @state = :running
-        @exit_status = 0
+        @plan = Plan.new(config.workers)
         @telemetry = Telemetry.new
       end
 
@@ -75,14 +74,13 @@ module Herd
         $stdout.sync = true
         @log.info(ROLE, "settings: #{@config.describe_origins}")
         build_parts
-        start_telemetry
-        Process.setproctitle(["herd monitor", control_title].compact.join(" "))
+        @instruments.start
+        Process.setproctitle(["herd monitor", @instruments.title].compact.join(" "))
         LeanMonitor.describe(@log, ROLE)
-        @target = @config.workers
         choose_process_model
         release_boot_memory
         supervise
-        @exit_status
+        @plan.exit_status
       rescue Herd::Error
         raise # a setting refused at boot: the CLI says it in one line
       rescue Exception => e # rubocop:disable Lint/RescueException -- a monitor never dies without a log line
@@ -102,18 +100,29 @@ module Herd
         @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard,
           telemetry: @telemetry)
         @service.open(@config, @log, ROLE)
-        @signals = SignalQueue.new(SIGNALS)
+        @signal_queue = SignalQueue.new(Signals::NAMES)
         @workload = Workload.new(@scoreboard)
-        @spawner = Spawner.new(children: @children, context: @context, service: @service, signals: @signals,
-          workload: @workload, monitor_ios: -> { telemetry_ios })
+        @spawner = Spawner.new(children: @children, context: @context, service: @service, signals: @signal_queue,
+          workload: @workload, monitor_ios: -> { @instruments.ios })
         @rollout = Rollout.new(children: @children, context: @context, spawner: @spawner, workload: @workload)
         @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload)
+        @signals = Signals.new(context: @context, plan: @plan, children: @children, rollout: @rollout, spawner: @spawner,
+          deadlines: @deadlines, service: @service)
+        @reaper = Reaper.new(context: @context, plan: @plan, children: @children, telemetry: @telemetry,
+          workload: @workload, recovery: @recovery, rollout: @rollout, on_give_up: -> { @signals.stop(:immediate) })
+        @instruments = Instruments.new(context: @context, plan: @plan, children: @children, workload: @workload,
+          telemetry: @telemetry, rollout: @rollout, recovery: @recovery)
+      end
+
+      # The config a reload may have replaced.
+      def config
+        @context.config
       end
 
       # A subreaper lets the mold's double-forked workers become our children;
       # without one (not Linux), we load the app here and fork workers ourselves.
       def choose_process_model
-        if @config.subreaper && Linux.child_subreaper!
+        if config.subreaper && Linux.child_subreaper!
           @log.info(ROLE, "child subreaper; workers will be forked by the mold")
         else
           @log.info(ROLE, "no child subreaper (not Linux, or disabled): plain preload, " \
@@ -132,11 +141,11 @@ module Herd
 
       def supervise
         loop do
-          @signals.drain.each { |signal| on_signal(signal) }
-          reap
-          break if @state == :stopping && @children.none?
+          @signal_queue.drain.each { |signal| @signals.on_signal(signal) }
+          @reaper.reap
+          break if @plan.stopping? && @children.none?
 
-          maintain if @state == :running
+          maintain if @plan.running?
           @deadlines.enforce { |child| on_link_closed(child) }
           wait
         end
@@ -149,11 +158,11 @@ module Herd
         return replace_mold if !@spawner.local_mold && @children.molds.empty? && @recovery.mold_due?
 
         retire_extra_workers
-        @rollout.roll_out(@target, spawn: @recovery.workers_due?)
+        @rollout.roll_out(@plan.target, spawn: @recovery.workers_due?)
         spawn_missing_workers
         announce_ready
         @rollout.consider_refork
-        apply_memory_policy
+        @instruments.apply_memory_policy
       end
 
       # No mold: promote a warmed worker if there is one (the app stays warm),
@@ -172,36 +181,37 @@ module Herd
         mold = @children.molds.find { |child| child.ready? && child.generation == generation }
         return unless mold || @spawner.local_mold
 
-        missing = (0...@target).to_a - @children.workers.map(&:number)
+        missing = (0...@plan.target).to_a - @children.workers.map(&:number)
         missing.each { |number| @spawner.spawn_worker(number, generation, mold) }
       end
 
       def retire_extra_workers
         @children.workers.each do |child|
-          next if child.number < @target || child.state == :stopping
+          next if child.number < @plan.target || child.state == :stopping
 
           @children.stop(child)
-          @log.info(ROLE, "#{child} asked to stop (workers: #{@target})")
+          @log.info(ROLE, "#{child} asked to stop (workers: #{@plan.target})")
         end
       end
 
       def announce_ready
-        return if @announced || @target.zero? || @children.workers.count(&:ready?) < @target
+        target = @plan.target
+        return if @announced || target.zero? || @children.workers.count(&:ready?) < target
 
         @announced = true
-        @log.info(ROLE, "ready: #{@target} workers #{@service}")
-        Systemd.notify("READY=1\nSTATUS=#{@target} workers")
+        @log.info(ROLE, "ready: #{target} workers #{@service}")
+        Systemd.notify("READY=1\nSTATUS=#{target} workers")
       end
 
       # --- what the children say ------------------------------------------
 
       def wait
-        readable, writable = IO.select([@signals.io] + @children.ios + control_read_ios, control_write_ios, nil, TICK)
-        serve_control(readable, writable)
+        readable, writable = IO.select([@signal_queue.io] + @children.ios + @instruments.read_ios, @instruments.write_ios, nil, TICK)
+        @instruments.serve(readable, writable)
         return unless readable
 
         readable.each do |io|
-          next if io == @signals.io || control?(io)
+          next if io == @signal_queue.io || @instruments.owns?(io)
 
           child = @children.by_io(io)
           next unless child
@@ -228,11 +238,11 @@ module Herd
         when :idle
           child.busy_since = nil
           child.requests = message[1]
-        when :boot_failed then @rollout.last_boot_error = @last_boot_error = message[1]
+        when :boot_failed then @rollout.last_boot_error = @reaper.last_boot_error = message[1]
         when :fork_unsafe
           child.fork_unsafe = true
           @log.info(ROLE, "#{child} is no longer fork safe (#{message[1]}); it will not be promoted")
-        when :promotion_refused then @rollout.refused(child, message[1], running: @state == :running)
+        when :promotion_refused then @rollout.refused(child, message[1], running: @plan.running?)
         end
       end
 
@@ -254,14 +264,14 @@ module Herd
 
         @children.delete(child)
         @log.info(ROLE, "#{child} died while starting")
-        return unless @state == :running
+        return unless @plan.running?
 
-        @rollout.pending_mold?(child) ? @rollout.failed(child, "it died while starting") : spawn_failed
+        @rollout.pending_mold?(child) ? @rollout.failed(child, "it died while starting") : @reaper.spawn_failed
       end
 
       # Whatever happened, no child outlives the monitor.
       def shut_down_hard
-        stop_telemetry
+        @instruments&.stop
         return unless @children
 
         @children.each { |child| @children.signal(child, :KILL) }

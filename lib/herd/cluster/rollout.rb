@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../clock"
-require_relative "monitor_part"
+require_relative "monitor/part"
 require_relative "backoff"
 
 module Herd
@@ -28,7 +28,7 @@ module Herd
     # next HUP tries again).
     # @api private
     class Rollout
-      include MonitorPart
+      include Monitor::Part
 
       attr_reader :generation
 
