@@ -5,7 +5,7 @@
 require_relative "version"
 require_relative "errors"
 require_relative "server/config"
-require_relative "cluster/monitor"
+require_relative "cluster"
 require_relative "server/service"
 
 module Herd
