@@ -78,7 +78,7 @@ module Herd
       def stop(child)
         starting = child.worker? && child.state == :spawning
         child.state = :stopping
-        child.link.send_message([:stop]) unless child.link.closed?
+        child.link.send_message(Protocol::Stop.new) unless child.link.closed?
         signal(child, :QUIT) if starting
       end
 

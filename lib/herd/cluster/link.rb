@@ -1,11 +1,12 @@
 # frozen_string_literal: true
 
 require "socket"
+require_relative "protocol"
 
 module Herd
   module Cluster
     # One end of the socketpair between the monitor and one child (a mold or
-    # a worker): small Marshal'd messages, one per SOCK_SEQPACKET packet, so
+    # a worker): small Marshal'd messages (Protocol), one per SOCK_SEQPACKET packet, so
     # no framing and no partial reads; an IO can ride along with a message
     # (SCM_RIGHTS), which is how a worker's end reaches the mold that forks it.
     # @api private

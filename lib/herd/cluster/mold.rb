@@ -94,9 +94,9 @@ module Herd
         @signals = ChildSignals.new(log, role, @context.monitor_pid)
         inherited_signals&.close
         Forking.keep_own(@link.io, *@service.ios, config.log_io, @signals.io)
-        @link.send_message([:hello, Process.pid, nil, @info.generation])
+        @link.send_message(Protocol::Hello.new(Process.pid, nil, @info.generation))
         boot
-        @link.send_message([:ready])
+        @link.send_message(Protocol::Ready.new)
         serve_requests
         ProcessExit.graceful(0)
       rescue SystemExit => e # the app's exit too: its at_exit hooks, then the fast finish
@@ -104,7 +104,7 @@ module Herd
         raise
       rescue Exception => e # rubocop:disable Lint/RescueException -- report why the mold did not boot, then leave
         log.error(role, "failed", e)
-        @link&.send_message([:boot_failed, "#{e.class}: #{e.message}"])
+        @link&.send_message(Protocol::BootFailed.new("#{e.class}: #{e.message}"))
         ProcessExit.now(1)
       end
 
@@ -124,13 +124,16 @@ module Herd
 
       # @return [Symbol, nil] :stop, :reopen_logs or nothing left to do
       def on_message(message)
-        case message.first
-        when :spawn_worker
-          _, number, generation, slot, surge = message
+        case message
+        when Protocol::SpawnWorker
           io = @link.take_io
-          spawn_worker(number, generation, io, slot: slot, surge: surge, double_fork: true, in_child: -> { @link.io.close }) if io
+          if io
+            spawn_worker(message.number, message.generation, io, slot: message.slot, surge: message.surge,
+              double_fork: true, in_child: -> { @link.io.close })
+          end
           nil
-        when :reopen_logs, :stop then message.first
+        when Protocol::ReopenLogs then :reopen_logs
+        when Protocol::Stop then :stop
         end
       end
 
@@ -163,7 +166,7 @@ module Herd
         option = config.prepare_heap
         return unless option
 
-        @link&.send_message([:preparing])
+        @link&.send_message(Protocol::Preparing.new)
         options = (option.is_a?(Hash) ? option : {}).merge(nice: config.heap_nice)
         @heap_report = Heap.prepare(compact: :auto, **malloc_release, **options)
         log.info(role, @heap_report.to_s)

@@ -225,24 +225,24 @@ module Herd
 
       # See Protocol::FROM_CHILD.
       def on_message(child, message)
-        case message.first
-        when :hello
-          child.pid ||= message[1]
+        case message
+        when Protocol::Hello
+          child.pid ||= message.pid
           # Asked to stop before it said hello (see Children#stop).
           @children.signal(child, :QUIT) if child.worker? && child.state == :stopping
-        when :ready then on_ready(child)
-        when :preparing then @deadlines.preparing(child)
-        when :busy
+        when Protocol::Ready then on_ready(child)
+        when Protocol::Preparing then @deadlines.preparing(child)
+        when Protocol::Busy
           child.busy_since = Clock.now
-          child.busy_with = message[1]
-        when :idle
+          child.busy_with = message.label
+        when Protocol::Idle
           child.busy_since = nil
-          child.requests = message[1]
-        when :boot_failed then @rollout.last_boot_error = @reaper.last_boot_error = message[1]
-        when :fork_unsafe
+          child.requests = message.requests
+        when Protocol::BootFailed then @rollout.last_boot_error = @reaper.last_boot_error = message.error
+        when Protocol::ForkUnsafe
           child.fork_unsafe = true
-          @log.info(ROLE, "#{child} is no longer fork safe (#{message[1]}); it will not be promoted")
-        when :promotion_refused then @rollout.refused(child, message[1], running: @plan.running?)
+          @log.info(ROLE, "#{child} is no longer fork safe (#{message.reason}); it will not be promoted")
+        when Protocol::PromotionRefused then @rollout.refused(child, message.reason, running: @plan.running?)
         end
       end
 

@@ -64,7 +64,7 @@ module Herd
         child = Child.new(role: :worker, number: number, generation: generation, link: mine, state: :spawning,
           spawned_at: Clock.now, requests: 0, slot: slot, replaces: replaces, spawn_budget: warm_up_budget(replaces))
         if mold
-          sent = mold.link.send_message([:spawn_worker, number, generation, slot, !replaces.nil?], io: theirs.io)
+          sent = mold.link.send_message(Protocol::SpawnWorker.new(number, generation, slot, !replaces.nil?), io: theirs.io)
           theirs.close
           return mine.close && nil unless sent
         else
@@ -78,7 +78,7 @@ module Herd
       # @return [Child, nil] the new mold, spawning; nil when the worker is gone
       def promote(worker, generation)
         mine, theirs = Link.pair
-        sent = worker.link.send_message([:promote, generation], io: theirs.io)
+        sent = worker.link.send_message(Protocol::Promote.new(generation), io: theirs.io)
         theirs.close
         return mine.close && nil unless sent
 

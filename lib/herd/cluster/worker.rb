@@ -55,8 +55,8 @@ module Herd
         inherited_signals&.close
         Forking.keep_own(@link.io, *@service.ios, config.log_io, @signals.io)
         # First, so that the monitor can kill us if what follows hangs.
-        @link.send_message([:hello, Process.pid, @info.number, @info.generation])
-        ForkSafety.on_unsafe { |reason| @link.send_message([:fork_unsafe, reason]) }
+        @link.send_message(Protocol::Hello.new(Process.pid, @info.number, @info.generation))
+        ForkSafety.on_unsafe { |reason| @link.send_message(Protocol::ForkUnsafe.new(reason)) }
         hooks.run(:after_fork, log, role, @context, @info)
         @loop = @service.worker_loop(self, @app, @context)
         @request_hooks = hooks.any?(:after_request_complete)
@@ -64,7 +64,7 @@ module Herd
         @late_loads = LateLoads.new
         warm_up
         @signals.serving!
-        @link.send_message([:ready])
+        @link.send_message(Protocol::Ready.new)
         @late_loads.excluding { hooks.run(:after_worker_ready, log, role, @context, @info) }
         @loop.run
         hooks.run(:before_worker_exit, log, role, @context, @info)
@@ -123,7 +123,7 @@ module Herd
       def busy(method, target)
         return @scoreboard.busy(@slot, method, target) if @scoreboard
 
-        @link.send_message([:busy, "#{method} #{target}"])
+        @link.send_message(Protocol::Busy.new("#{method} #{target}"))
       end
 
       # A request was answered: count it, report it, and run what follows a
@@ -176,7 +176,7 @@ module Herd
       def report_idle
         return @scoreboard.idle(@slot, @info.requests) if @scoreboard
 
-        @link.send_message([:idle, @info.requests])
+        @link.send_message(Protocol::Idle.new(@info.requests))
       end
 
       def title_now_and_then(now)
@@ -189,10 +189,10 @@ module Herd
       def read_link
         messages, closed = @link.read_ready
         messages.each do |message|
-          case message.first
-          when :stop then @stopping = true
-          when :reopen_logs then LogFiles.reopen_and_log(log, role)
-          when :promote then promote(message[1], @link.take_io)
+          case message
+          when Protocol::Stop then @stopping = true
+          when Protocol::ReopenLogs then LogFiles.reopen_and_log(log, role)
+          when Protocol::Promote then promote(message.generation, @link.take_io)
           end
         end
         return unless closed
@@ -210,7 +210,7 @@ module Herd
         # that died while starting.
         unless ForkSafety.fork_safe?
           refusal = Link.new(mold_io)
-          refusal.send_message([:promotion_refused, ForkSafety.reason])
+          refusal.send_message(Protocol::PromotionRefused.new(ForkSafety.reason))
           return refusal.close
         end
 

@@ -80,7 +80,7 @@ module Herd
           reopened = LogFiles.reopen
           log("USR1: reopened #{reopened.empty? ? "no file (none was renamed)" : reopened.join(", ")}; " \
             "telling #{@children.count} process(es)")
-          @children.each { |child| child.link.send_message([:reopen_logs]) unless child.link.closed? }
+          @children.each { |child| child.link.send_message(Protocol::ReopenLogs.new) unless child.link.closed? }
         end
 
         # HUP: the config file read again and a fresh mold booted from
