@@ -7,7 +7,7 @@
 # Pitchfork's USR2 refork the same way, its rounds interleaved with herd's.
 #
 #   test/apps/setup && BUNDLE_GEMFILE=bench/rails/Gemfile bundle install   # once
-#   bundle exec ruby bench/refork_series.rb [--reforks N] [--rounds N] [--herd-options "-;refork_max_surge 0"] [--no-pitchfork]
+#   bundle exec ruby bench/refork_series.rb [--reforks N] [--rounds N] [--herd-options "-;rollout_max_surge 0"] [--no-pitchfork]
 #
 # Writes bench/results/refork-series.md and .json (--name NAME: NAME.md).
 
@@ -110,7 +110,7 @@ markdown = <<~MD
   interleaved. p99 in the roll: requests sent from the signal to the roll's end, against those sent in the 5 s before.
   Capacity lost: the responses missing from the signal to the start of the after phase, against the mean rate of
   the phases before and after, in seconds of that rate; unlike the window, it counts a roll longer than 5 s whole
-  (`refork_min_ready` spreads the same cost over a longer roll).
+  (`rollout_min_ready` spreads the same cost over a longer roll).
 
   #{table}
   Issue #19 asks for a window that holds a refork to serve at least #{THRESHOLD}x the steady throughput. The

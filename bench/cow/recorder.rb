@@ -15,7 +15,7 @@ module CowBench
       @server = server
       @process = process # HttpBench::ServerProcess
       @phases = []
-      @rollovers = []
+      @rollouts = []
       @generation = nil
     end
 
@@ -33,14 +33,14 @@ module CowBench
 
     # Stops sampling (one last sample first).
     # @return [Hash] :recording ([[seconds, [[title, PSS MiB], ...]], ...]), :phases ([[label, seconds], ...]),
-    #   :rollovers ([[seconds, generation, why], ...], when the log tells)
+    #   :rollouts ([[seconds, generation, why], ...], when the log tells)
     def stop
       return {} unless @sampler
 
       @sampler.stop
       recording = @sampler.samples.select { |sample| sample[:rows] }
         .map { |sample| [seconds(sample[:t]), sample[:rows].map { |_, title, pss| [title, pss] }] }
-      {recording: recording, phases: @phases, rollovers: (@rollovers unless @rollovers.empty?)}.compact
+      {recording: recording, phases: @phases, rollouts: (@rollouts unless @rollouts.empty?)}.compact
     end
 
     private
@@ -53,7 +53,7 @@ module CowBench
       return unless @server.log_generation
 
       generation = @server.log_generation.call(log)
-      @rollovers << [seconds(sample[:t]), generation, "from the log"] if @generation && generation != @generation
+      @rollouts << [seconds(sample[:t]), generation, "from the log"] if @generation && generation != @generation
       @generation = generation
     end
 

@@ -154,7 +154,7 @@ module CowBench
         Servers (config files in `bench/cow/`):
 
         - `herd`: `herd serve APP -c bench/cow/herd.rb` (`workers 4`, `refork_after [50, 100, 1000]`,
-          and herd's defaults: `refork_max_unavailable 1`, `out_of_band_gc 100_000`);
+          and herd's defaults: `rollout_max_unavailable 1`, `out_of_band_gc 100_000`);
         - `herd-ruby-gc`: the same with `RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.65` in its environment,
           Ruby's default, which herd otherwise lowers to 0.25 (`bench/cow/herd_ruby_gc.rb`);
         - `pitchfork`: `pitchfork -c bench/cow/pitchfork.rb APP` (`worker_processes 4`,

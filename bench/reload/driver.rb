@@ -11,7 +11,7 @@ module ReloadBench
     module_function
 
     # @param list [String] ';'-separated herd settings, one setup each; '-' for the defaults;
-    #   '\;' separates two settings of one setup ("refork_max_surge 1\; refork_max_unavailable 0")
+    #   '\;' separates two settings of one setup ("rollout_max_surge 1\; rollout_max_unavailable 0")
     # @return [Array<String, nil>]
     def herd_options(list)
       list.split(/(?<!\\);/).map { |o| (o.strip == "-") ? nil : o.strip.gsub("\\;", ";") }

@@ -11,7 +11,7 @@ module Bench
   # every panel on the same axes. A run's recording is what Bench::Sampler
   # took with titles: [[seconds, [[title, PSS MiB], ...]], ...]; a run may
   # also say when its server rolled to a new generation ([[seconds,
-  # generation, why], ...] under :rollovers), for servers whose process
+  # generation, why], ...] under :rollouts), for servers whose process
   # titles do not show it.
   module Plot
     EPOCH = 1_000_000_000 # any instant: herd plot reads times, the recording holds seconds
@@ -40,13 +40,13 @@ module Bench
 
     # @return [Herd::Plot::Recording] the run's recording as herd mem --record reports
     def recording(run, name:)
-      rollovers = (run[:rollovers] || []).map do |seconds, generation, why|
+      rollouts = (run[:rollouts] || []).map do |seconds, generation, why|
         {"at" => at(seconds), "generation" => generation, "kind" => "refork", "reason" => why}
       end
       reports = run[:recording].map do |seconds, rows|
         {"time" => at(seconds), "processes" => rows.map { |title, pss| {"title" => title, "pss" => (pss * MIB).round} }}
       end
-      reports.first["rollovers"] = rollovers unless rollovers.empty?
+      reports.first["rollouts"] = rollouts unless rollouts.empty?
       Herd::Plot::Recording.new(reports, by: :role, name: name)
     end
 

@@ -35,8 +35,8 @@ class RailsAppTest < Herd::Test
   # nice 10, before the worker it replaces stops.
   def test_a_rails_app_through_reforks_with_surge_rollouts
     serve_through_reforks(app: Herd::AppServer.rails_app, env: {"RAILS_ENV" => "production"}, workers: 2, reforks: 3,
-      warmup: %w[/things /things/new /things.json], more_config: "refork_max_surge 1\nrefork_max_unavailable 0\nprepare_heap nice: 10\n#{CONFIG}",
-      title: "Rails #{bundled_version("railties")} app under herd serve, refork_max_surge 1") { browse }
+      warmup: %w[/things /things/new /things.json], more_config: "rollout_max_surge 1\nrollout_max_unavailable 0\nprepare_heap nice: 10\n#{CONFIG}",
+      title: "Rails #{bundled_version("railties")} app under herd serve, rollout_max_surge 1") { browse }
   end
 
   # The same with `http keep_alive`: each visit on one connection, as a

@@ -45,7 +45,7 @@ class PlotTest < Herd::Test
     assert_equal ["monitor", "gen 0", "gen 1"], recording(lines, by: :generation).keys
     told = [{"kind" => "refork", "reason" => "refork_when: workers 41% shared", "generation" => 1,
              "at" => Time.at(1_700_000_004.5).utc.strftime("%Y-%m-%dT%H:%M:%S.%LZ")}]
-    with_why = recording(lines.map.with_index { |line, i| (i >= 5) ? server_report(i, gen: 1, workers: 30, rollovers: told) : line })
+    with_why = recording(lines.map.with_index { |line, i| (i >= 5) ? server_report(i, gen: 1, workers: 30, rollouts: told) : line })
     assert_equal [[4.5, "refork 1: refork_when: workers 41% shared"]], with_why.markers.map { |m| [m.seconds, m.label] }
   end
 

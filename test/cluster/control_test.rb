@@ -55,7 +55,7 @@ class ServerControlTest < Herd::ControlServerTest
       doc["processes"].any? { |process| process["role"] == "worker" && process["generation"] == 1 && process["pss"] }
     end
     assert_equal({"total" => 1, "by_signal" => {"KILL" => 1}}, stats["counters"]["worker_deaths_by_signal"])
-    refork = stats["rollovers"].first
+    refork = stats["rollouts"].first
     assert_equal ["refork", "USR2", 0, 1, "ready"], refork.values_at("kind", "reason", "from_generation", "generation", "outcome")
     assert_operator refork["duration"], :>, 0
 

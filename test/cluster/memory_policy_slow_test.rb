@@ -23,7 +23,7 @@ class ServerMemoryPolicySlowTest < Herd::ControlServerTest
   # The worker goes over the limit while it serves a request: the request
   # completes, then the worker leaves and another takes its place.
   def test_a_worker_over_worker_memory_limit_finishes_its_request_and_is_replaced
-    serve("worker_memory_limit 40\nrefork_max_surge 0\n") # one out, then one in (the surge has its test below)
+    serve("worker_memory_limit 40\nrollout_max_surge 0\n") # one out, then one in (the surge has its test below)
     pid = @server.get("/")[/pid=(\d+)/, 1]
     response = nil
     @holder = Thread.new { response = @server.get("/grow?mb=64&hold") }
@@ -40,10 +40,10 @@ class ServerMemoryPolicySlowTest < Herd::ControlServerTest
     assert_equal 0, stats["counters"]["worker_deaths_by_signal"]["total"]
   end
 
-  # With refork_max_surge the replacement comes first: it is ready while
+  # With rollout_max_surge the replacement comes first: it is ready while
   # the worker over the limit still serves its request.
   def test_with_a_surge_a_worker_over_the_limit_is_replaced_before_it_stops
-    serve("worker_memory_limit 40\nrefork_max_surge 1\nrefork_max_unavailable 0\n")
+    serve("worker_memory_limit 40\nrollout_max_surge 1\nrollout_max_unavailable 0\n")
     pid = @server.get("/")[/pid=(\d+)/, 1]
     response = nil
     @holder = Thread.new { response = @server.get("/grow?mb=64&hold") }
@@ -64,8 +64,8 @@ class ServerMemoryPolicySlowTest < Herd::ControlServerTest
     match = @server.wait_for(/refork \(refork_when: workers (\d+)% shared, below shared_below 50%\): promoting worker 0 \(gen 0\)/)
     assert_operator Integer(match[1]), :<, 50
     @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
-    stats = wait_for_stats(@address, what: "the refork recorded") { |doc| doc["rollovers"].any? { |r| r["outcome"] == "ready" } }
-    assert_match(/\Arefork_when: workers \d+% shared/, stats["rollovers"].first["reason"])
+    stats = wait_for_stats(@address, what: "the refork recorded") { |doc| doc["rollouts"].any? { |r| r["outcome"] == "ready" } }
+    assert_match(/\Arefork_when: workers \d+% shared/, stats["rollouts"].first["reason"])
     # The new generation's worker shares what its mold (the promoted worker) grew.
     stats = wait_for_stats(@address, what: "generation 1's worker measured") do |doc|
       doc["processes"].any? { |process| process["role"] == "worker" && process["generation"] == 1 && process["pss"] }

@@ -21,7 +21,7 @@ class ServerReforkSlowTest < Herd::Test
       @server.signal("USR2")
       mold = Integer(@server.wait_for(/mold \(gen #{generation}\), pid (\d+) ready/)[1])
       @server.wait_for(/worker 0 \(gen #{generation}\), pid \d+ ready/)
-      # The replacement is forked first (refork_max_surge): the old worker
+      # The replacement is forked first (rollout_max_surge): the old worker
       # leaves once it is ready, and its link with it.
       @server.wait_for(/worker 0 \(gen #{generation - 1}\), pid \d+ exited with status 0/)
       @server.wait_for(/mold \(gen #{generation - 1}\), pid \d+ exited with status 0/)

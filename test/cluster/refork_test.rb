@@ -120,7 +120,7 @@ class ServerReforkTest < Herd::Test
     @server.wait_for(/refork \(3 requests\): promoting worker 0 \(gen 0\)/)
     @server.wait_for(/mold \(gen 1\): heap prepared .*; \d+ malloc free chunks sealed/)
     @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
-    # The old worker serves until its replacement is ready (refork_max_surge), then leaves.
+    # The old worker serves until its replacement is ready (rollout_max_surge), then leaves.
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited with status 0/)
     5.times { @server.get("/") }
     @server.wait_for(/refork \(5 requests\): promoting worker 0 \(gen 1\)/)

@@ -104,7 +104,7 @@ class ServerReloadSlowTest < Herd::Test
     File.write(File.join(@server.dir, "config.ru"), app("v3"))
     @server.signal("HUP")
     @server.wait_for(/worker 0 \(gen 2\), pid \d+ ready/)
-    # The replacement was forked first (refork_max_surge): the old worker
+    # The replacement was forked first (rollout_max_surge): the old worker
     # serves until it has gone.
     @server.wait_for(/worker 0 \(gen 0\), pid \d+ exited with status 0/)
     assert_match(/v3/, @server.get("/"))

@@ -24,8 +24,8 @@ class ServerRolloutSlowTest < Herd::Test
   # the code from before the reload, and the roll would bring it back).
   def test_a_refork_during_a_reload_promotes_a_worker_of_the_reloaded_code
     serve(args: ["-w", "2"], config: <<~RUBY)
-      refork_max_surge 1
-      refork_max_unavailable 0
+      rollout_max_surge 1
+      rollout_max_unavailable 0
       after_fork { |_server, worker| sleep 0.05 until File.exist?("go") if worker.generation >= 1 && worker.number == 1 }
     RUBY
     10.times { @server.get("/") }
@@ -47,8 +47,8 @@ class ServerRolloutSlowTest < Herd::Test
   def test_a_surge_replacement_past_spawn_timeout_is_killed_and_the_old_worker_serves_on
     serve(args: ["-w", "1"], config: <<~RUBY)
       spawn_timeout 1
-      refork_max_surge 1
-      refork_max_unavailable 0
+      rollout_max_surge 1
+      rollout_max_unavailable 0
       prepare_heap nice: 0 # the replacement at the mold's priority: spawn_timeout is its whole budget
       after_fork { |_server, worker| sleep 0.05 until File.exist?("go") if worker.generation >= 1 }
     RUBY
@@ -63,8 +63,8 @@ class ServerRolloutSlowTest < Herd::Test
   end
 
   HELD_SURGE = <<~RUBY
-    refork_max_surge 1
-    refork_max_unavailable 0
+    rollout_max_surge 1
+    rollout_max_unavailable 0
     after_fork { |_server, worker| sleep 0.05 until File.exist?("go") if worker.generation >= 1 && worker.number == 1 }
   RUBY
 
@@ -99,17 +99,17 @@ class ServerRolloutSlowTest < Herd::Test
     assert_empty in_process_group(@server.pid)
   end
 
-  # refork_min_ready: after a replacement is ready, the next old worker
+  # rollout_min_ready: after a replacement is ready, the next old worker
   # waits that long. With an hour, the roll stops after the first one:
   # a TTIN worker started and reported ready afterwards (the monitor went
   # round its loop meanwhile), and worker 1 of the old generation still
   # serves. A QUIT then stops everything without waiting out the pause.
-  def test_refork_min_ready_spaces_the_replacements
-    serve(args: ["-w", "2"], config: "refork_min_ready 3600\n")
+  def test_rollout_min_ready_spaces_the_replacements
+    serve(args: ["-w", "2"], config: "rollout_min_ready 3600\n")
     @server.signal("USR2")
     @server.wait_for(/mold \(gen 1\) ready; replacing older workers 1 at a time, .*each after the last replacement served 3600 s/)
     first = @server.wait_for(/worker (\d) \(gen 1\), pid \d+ ready/)[1]
-    # The replacement came first (refork_max_surge): the worker it replaces exits once it is ready.
+    # The replacement came first (rollout_max_surge): the worker it replaces exits once it is ready.
     @server.wait_for(/worker #{first} \(gen 0\), pid \d+ exited with status 0/)
     @server.signal("TTIN")
     @server.wait_for(/worker 2 \(gen 1\), pid \d+ ready/)
@@ -123,8 +123,8 @@ class ServerRolloutSlowTest < Herd::Test
   end
 
   # A short pause lets the roll finish: every old worker is replaced.
-  def test_a_roll_with_refork_min_ready_completes
-    serve(args: ["-w", "2"], config: "refork_min_ready 0.3\n")
+  def test_a_roll_with_rollout_min_ready_completes
+    serve(args: ["-w", "2"], config: "rollout_min_ready 0.3\n")
     @server.signal("USR2")
     2.times { |number| @server.wait_for(/worker #{number} \(gen 0\), pid \d+ exited with status 0/) }
     2.times { |number| @server.wait_for(/worker #{number} \(gen 1\), pid \d+ ready/) }
@@ -142,8 +142,8 @@ class ServerRolloutSlowTest < Herd::Test
     end
   end
 
-  def test_the_rollout_replaces_at_most_refork_max_unavailable_workers_at_a_time
-    serve(config: "workers 3\nrefork_max_unavailable 1\n")
+  def test_the_rollout_replaces_at_most_rollout_max_unavailable_workers_at_a_time
+    serve(config: "workers 3\nrollout_max_unavailable 1\n")
     mark = @server.mark
     refork_to(1, workers: 3)
     3.times { |number| @server.wait_for(/worker #{number} \(gen 0\), pid \d+ exited/) }
@@ -184,13 +184,13 @@ class ServerRolloutSlowTest < Herd::Test
     assert_equal promoted, first, @server.lines.join
   end
 
-  # refork_max_surge 1 with refork_max_unavailable 0: each replacement is
+  # rollout_max_surge 1 with rollout_max_unavailable 0: each replacement is
   # forked and ready before the worker it replaces stops, so every number
   # is served throughout (the gen-0 workers were ready before the mark).
   # Nothing waits on a replacement's warm-up: it runs at prepare_heap's
   # nice value, where a gen-0 worker's (no worker to replace) does not.
   def test_a_surge_rollout_keeps_every_worker_number_serving
-    serve(config: "workers 2\nrefork_max_surge 1\nrefork_max_unavailable 0\nwarmup '/'\nprepare_heap nice: 10\n")
+    serve(config: "workers 2\nrollout_max_surge 1\nrollout_max_unavailable 0\nwarmup '/'\nprepare_heap nice: 10\n")
     mark = @server.mark
     refork_to(1, workers: 2)
     @server.wait_for(/mold \(gen 1\) ready; replacing older workers 1 at a time, each forked before the worker it replaces stops/)
@@ -215,8 +215,8 @@ class ServerRolloutSlowTest < Herd::Test
   # and completes once the new generation can start.
   def test_a_surge_replacement_that_dies_leaves_the_old_worker_serving
     serve(args: ["-w", "1"], config: <<~RUBY)
-      refork_max_surge 1
-      refork_max_unavailable 0
+      rollout_max_surge 1
+      rollout_max_unavailable 0
       after_fork { |_server, worker| exit!(3) if worker.generation >= 1 && !File.exist?("start") }
     RUBY
     @server.signal("USR2")

@@ -13,20 +13,20 @@ require "herd/cluster/telemetry"
 require "herd/cluster/workload"
 
 class TelemetryTest < Herd::Test
-  def test_counters_deaths_by_signal_and_rollovers_with_reason_and_duration
+  def test_counters_deaths_by_signal_and_rollouts_with_reason_and_duration
     telemetry = Herd::Cluster::Telemetry.new
     telemetry.count(:timeouts)
     telemetry.worker_killed("KILL")
     telemetry.worker_killed("KILL")
     telemetry.worker_killed("SEGV")
-    telemetry.rollover_started(:refork, "USR2", from_generation: 0, generation: 1)
-    telemetry.rollover_ended(1, :ready)
-    telemetry.rollover_started(:reload, "HUP", from_generation: 1, generation: 2)
-    telemetry.rollover_ended(2, :failed)
+    telemetry.rollout_started(:refork, "USR2", from_generation: 0, generation: 1)
+    telemetry.rollout_ended(1, :ready)
+    telemetry.rollout_started(:reload, "HUP", from_generation: 1, generation: 2)
+    telemetry.rollout_ended(2, :failed)
     counters = telemetry.counters
     assert_equal [1, 3, 1, 1, 0, 1], counters.values_at(:timeouts, :worker_deaths_by_signal, :reforks, :reloads, :refork_failures, :reload_failures)
     assert_equal({"KILL" => 2, "SEGV" => 1}, telemetry.deaths_by_signal)
-    refork, reload = telemetry.rollovers
+    refork, reload = telemetry.rollouts
     assert_equal [:refork, "USR2", 0, 1, :ready], refork.to_h.values_at(:kind, :reason, :from_generation, :generation, :outcome)
     assert_operator refork.duration, :>=, 0
     assert_equal :failed, reload.outcome
@@ -35,8 +35,8 @@ class TelemetryTest < Herd::Test
 
   def test_history_is_bounded
     telemetry = Herd::Cluster::Telemetry.new
-    30.times { |n| telemetry.rollover_started(:refork, "USR2", from_generation: n, generation: n + 1) }
-    assert_equal Herd::Cluster::Telemetry::HISTORY, telemetry.rollovers.size
+    30.times { |n| telemetry.rollout_started(:refork, "USR2", from_generation: n, generation: n + 1) }
+    assert_equal Herd::Cluster::Telemetry::HISTORY, telemetry.rollouts.size
     assert_equal 30, telemetry.counters[:reforks]
   end
 end
@@ -102,8 +102,8 @@ class StatsTest < Herd::Test
     @telemetry = Herd::Cluster::Telemetry.new
     @telemetry.count(:requests_retired, 100)
     @telemetry.worker_killed("KILL")
-    @telemetry.rollover_started(:refork, "120 requests", from_generation: 0, generation: 1)
-    @telemetry.rollover_ended(1, :ready)
+    @telemetry.rollout_started(:refork, "120 requests", from_generation: 0, generation: 1)
+    @telemetry.rollout_ended(1, :ready)
   end
 
   def row(pid, uss, shared, title: "herd")
@@ -139,10 +139,10 @@ class StatsTest < Herd::Test
     assert_equal 147, stats["counters"]["requests"]
     assert_equal({"total" => 1, "by_signal" => {"KILL" => 1}}, stats["counters"]["worker_deaths_by_signal"])
     assert_equal [["refork", "120 requests", 0, 1, "ready"]],
-      stats["rollovers"].map { |r| r.values_at("kind", "reason", "from_generation", "generation", "outcome") }
+      stats["rollouts"].map { |r| r.values_at("kind", "reason", "from_generation", "generation", "outcome") }
   end
 
-  # refork_max_surge: a replacement starting next to the worker it takes over from.
+  # rollout_max_surge: a replacement starting next to the worker it takes over from.
   def test_a_surge_replacement_names_the_worker_it_replaces
     @children.workers.find { |child| child.state == :spawning }.replaces = @children.by_pid(103)
     report = Herd::Memory::Report.new([row(100, 4, 2), row(101, 2, 20), row(102, 6, 18), row(103, 12, 12)], tree: true)
@@ -163,7 +163,7 @@ class StatsTest < Herd::Test
     assert_equal 0, value.call("herd_worker_busy", "worker" => "1")
     assert_equal report.total.pss, value.call("herd_tree_pss_bytes")
     assert_equal 27 * MIB, value.call("herd_generation_pss_bytes", "generation" => "1")
-    assert_operator value.call("herd_last_rollover_duration_seconds", "kind" => "refork"), :>=, 0
+    assert_operator value.call("herd_last_rollout_duration_seconds", "kind" => "refork"), :>=, 0
     families.each_value { |family| assert family.help && family.type, "#{family.name} has HELP and TYPE" }
   end
 

@@ -37,8 +37,8 @@ class FaultSignalBurstTest < Herd::Test
   # The same with surge rollouts: every USR2 and HUP forks replacements
   # next to the workers they replace, while TTIN and TTOU move the target.
   def test_a_burst_of_signals_during_surge_rollouts
-    burst_to_the_monitor("burst of %d signals to the monitor, refork_max_surge 1",
-      config: "refork_max_surge 1\nrefork_max_unavailable 0\n")
+    burst_to_the_monitor("burst of %d signals to the monitor, rollout_max_surge 1",
+      config: "rollout_max_surge 1\nrollout_max_unavailable 0\n")
   end
 
   def burst_to_the_monitor(name, config: nil)

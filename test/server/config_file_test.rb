@@ -44,12 +44,12 @@ class ServerConfigFileTest < Herd::Test
     "shutdown_timeout -1" => "shutdown_timeout must be a number of seconds > 0, got -1",
     "refork_after [0]" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got [0]",
     "refork_after true" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got true",
-    "refork_max_unavailable -1" => "refork_max_unavailable must be a whole number >= 0, got -1",
-    "refork_max_surge 1.5" => "refork_max_surge must be a whole number >= 0, got 1.5",
-    "refork_min_ready -1" => "refork_min_ready must be a number of seconds >= 0, e.g. 5; got -1",
-    "refork_min_ready '5'" => %(refork_min_ready must be a number of seconds >= 0, e.g. 5; got "5"),
-    "refork_max_surge 0; refork_max_unavailable 0" => "refork_max_unavailable and refork_max_surge are both 0: a rollout could never " \
-      "replace a worker; set refork_max_surge 1 (replacements first) or refork_max_unavailable 1",
+    "rollout_max_unavailable -1" => "rollout_max_unavailable must be a whole number >= 0, got -1",
+    "rollout_max_surge 1.5" => "rollout_max_surge must be a whole number >= 0, got 1.5",
+    "rollout_min_ready -1" => "rollout_min_ready must be a number of seconds >= 0, e.g. 5; got -1",
+    "rollout_min_ready '5'" => %(rollout_min_ready must be a number of seconds >= 0, e.g. 5; got "5"),
+    "rollout_max_surge 0; rollout_max_unavailable 0" => "rollout_max_unavailable and rollout_max_surge are both 0: a rollout could never " \
+      "replace a worker; set rollout_max_surge 1 (replacements first) or rollout_max_unavailable 1",
     "out_of_band_gc 0" => "out_of_band_gc must be false or a number of allocations > 0, e.g. 10_000; got 0",
     "prepare_heap :yes" => "prepare_heap: true, false or a Hash of Herd::Heap.prepare options",
     "prepare_heap compactt: true" => "prepare_heap: unknown option compactt; known: #{Herd::Heap::OPTIONS.join(", ")}",
@@ -69,7 +69,7 @@ class ServerConfigFileTest < Herd::Test
   def test_every_setting_has_its_default_and_its_method
     config = Herd::Server::Config.new
     assert_equal [Herd::CPU.count, 30, 30, 30, false, 0, 1, 0, true, "config.ru", nil],
-      %i[workers timeout spawn_timeout shutdown_timeout refork_after refork_max_unavailable refork_max_surge refork_min_ready
+      %i[workers timeout spawn_timeout shutdown_timeout refork_after rollout_max_unavailable rollout_max_surge rollout_min_ready
         prepare_heap rackup pidfile].map { |name| config.public_send(name) }
     config = load("workers 3\ntimeout 5\nrefork_after [10, 20]\nprepare_heap compact: true\nrackup 'app.ru'\naccess_log '-'\n")
     assert_equal [3, 5, [10, 20], {compact: true}, "app.ru", "-"],
@@ -78,12 +78,12 @@ class ServerConfigFileTest < Herd::Test
 
   # A rollout forks each replacement before the worker it replaces stops;
   # turning the surge off alone brings back one out, then one in.
-  def test_refork_max_unavailable_defaults_to_none_with_a_surge_and_one_without
-    assert_equal [1, 0], [load("").refork_max_surge, load("").refork_max_unavailable]
-    assert_equal [0, 1], [load("refork_max_surge 0\n").refork_max_surge, load("refork_max_surge 0\n").refork_max_unavailable]
-    assert_equal 2, load("refork_max_unavailable 2\n").refork_max_unavailable
-    assert_equal [2, 0], [load("refork_max_surge 2\n").refork_max_surge, load("refork_max_surge 2\n").refork_max_unavailable]
-    config = load("refork_max_surge 0\n")
+  def test_rollout_max_unavailable_defaults_to_none_with_a_surge_and_one_without
+    assert_equal [1, 0], [load("").rollout_max_surge, load("").rollout_max_unavailable]
+    assert_equal [0, 1], [load("rollout_max_surge 0\n").rollout_max_surge, load("rollout_max_surge 0\n").rollout_max_unavailable]
+    assert_equal 2, load("rollout_max_unavailable 2\n").rollout_max_unavailable
+    assert_equal [2, 0], [load("rollout_max_surge 2\n").rollout_max_surge, load("rollout_max_surge 2\n").rollout_max_unavailable]
+    config = load("rollout_max_surge 0\n")
     config.app = Object.new
     assert_same config, config.validate!
   end

@@ -11,7 +11,7 @@ module Herd
       # `herd mem --record FILE`: appends each report to FILE as one JSON
       # line (the `--json` document), flushed at once so a recording cut
       # short is still whole. When the root is a herd monitor with a control
-      # endpoint, each line also carries its last rollovers, so that
+      # endpoint, each line also carries its last rollouts, so that
       # `herd plot` can say why each generation came (refork or reload, and
       # the reason); without one, the plot marks new generations only.
       class Recorder
@@ -32,8 +32,8 @@ module Herd
         # @param report [Memory::Report]
         def write(report)
           document = report.to_h
-          rollovers = self.rollovers
-          document[:rollovers] = rollovers if rollovers
+          rollouts = self.rollouts
+          document[:rollouts] = rollouts if rollouts
           @io.puts(JSON.generate(document))
           @io.flush
         end
@@ -45,8 +45,8 @@ module Herd
         protected
 
         # @return [Array<Hash>, nil] nil when there is no endpoint to ask
-        def rollovers
-          @control&.stats&.fetch("rollovers", nil)
+        def rollouts
+          @control&.stats&.fetch("rollouts", nil)
         rescue ControlError
           nil
         end

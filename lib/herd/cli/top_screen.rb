@@ -22,7 +22,7 @@ module Herd
 
       # @return [String] ends with a newline
       def to_s
-        lines = summary + [""] + processes + [""] + generations + [""] + rollovers
+        lines = summary + [""] + processes + [""] + generations + [""] + rollouts
         lines.map { |line| (@width && line.length > @width) ? line[0, @width] : line }.join("\n") << "\n"
       end
 
@@ -65,8 +65,8 @@ module Herd
         table(["GEN", "PROCESSES", "WORKERS", "Σ PSS", "Σ USS"], rows)
       end
 
-      def rollovers
-        shown = @stats["rollovers"].first(ROLLOVERS_SHOWN)
+      def rollouts
+        shown = @stats["rollouts"].first(ROLLOVERS_SHOWN)
         return ["No refork or reload yet."] if shown.empty?
 
         rows = shown.map do |row|

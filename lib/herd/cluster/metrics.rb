@@ -38,7 +38,7 @@ module Herd
         counters
         processes
         totals
-        rollovers
+        rollouts
         @lines.join("\n") << "\n"
       end
 
@@ -107,11 +107,11 @@ module Herd
         end
       end
 
-      def rollovers
-        family("last_rollover_duration_seconds", "gauge", "Seconds the last refork or reload took to get its mold ready") do
+      def rollouts
+        family("last_rollout_duration_seconds", "gauge", "Seconds the last refork or reload took to get its mold ready") do
           %w[refork reload].each do |kind|
-            last = @stats["rollovers"].find { |rollover| rollover["kind"] == kind && rollover["duration"] }
-            sample("last_rollover_duration_seconds", last && last["duration"], kind: kind)
+            last = @stats["rollouts"].find { |rollout| rollout["kind"] == kind && rollout["duration"] }
+            sample("last_rollout_duration_seconds", last && last["duration"], kind: kind)
           end
         end
       end

@@ -18,9 +18,9 @@ module Herd
     #     ▲                │ ready: it is the current generation; older molds stop
     #     │                ▼
     #     └─── rolling: the new mold forks replacements for older workers,
-    #                   refork_max_surge at a time ahead of the worker each
+    #                   rollout_max_surge at a time ahead of the worker each
     #                   replaces (which stops once its replacement is ready),
-    #                   and older workers stop refork_max_unavailable at a
+    #                   and older workers stop rollout_max_unavailable at a
     #                   time to be replaced after
     #
     # A new mold that fails leaves the current generation serving; a failed
@@ -116,7 +116,7 @@ module Herd
         @pending = @spawner.spawn_mold(@newest += 1)
         @kind = :reload
         @candidate = nil
-        @context.telemetry&.rollover_started(:reload, reason, from_generation: @generation, generation: @pending.generation)
+        @context.telemetry&.rollout_started(:reload, reason, from_generation: @generation, generation: @pending.generation)
         log("#{reason}: booting mold (gen #{@pending.generation}) from #{config.rackup}; " \
           "generation #{@generation} serves meanwhile")
         true
@@ -128,7 +128,7 @@ module Herd
         return unless pending_mold?(mold)
 
         @pending = nil
-        @context.telemetry&.rollover_ended(mold.generation, :ready)
+        @context.telemetry&.rollout_ended(mold.generation, :ready)
         @generation = mold.generation
         @reforks_since_boot = (@kind == :reload) ? 0 : @reforks_since_boot + 1
         @booted_generation = mold.generation if @kind == :reload
@@ -148,7 +148,7 @@ module Herd
         return unless pending_mold?(mold)
 
         @pending = nil
-        @context.telemetry&.rollover_ended(mold.generation, :failed)
+        @context.telemetry&.rollout_ended(mold.generation, :failed)
         if @kind == :reload
           error = @context.log
           error.error(Monitor::ROLE, "reload failed: mold (gen #{mold.generation}) #{why}" \
@@ -174,17 +174,17 @@ module Herd
         @candidate.fork_unsafe = true
         @children.delete(mold)
         @pending = nil
-        @context.telemetry&.rollover_ended(mold.generation, :refused)
+        @context.telemetry&.rollout_ended(mold.generation, :refused)
         log("#{@candidate} refused promotion (not fork safe: #{reason})#{"; trying another worker" if running}")
         refork("retry") if running
       end
 
       # Replaces old-generation workers two ways, each within its budget:
       # - a surge: the current mold forks a worker with the old one's
-      #   number, at most refork_max_surge at a time; the old one serves
+      #   number, at most rollout_max_surge at a time; the old one serves
       #   until it is ready ({#worker_ready}), so capacity never drops;
       # - a stop: old workers stop (gracefully), at most
-      #   refork_max_unavailable out of service at a time, and the monitor
+      #   rollout_max_unavailable out of service at a time, and the monitor
       #   spawns their replacements once they are gone.
       # @param target [Integer] how many workers the server runs
       # @param spawn [Boolean] whether workers may be spawned now (false
@@ -214,7 +214,7 @@ module Herd
       end
 
       # A worker to replace outside a rollout (over worker_memory_limit).
-      # With refork_max_surge, its replacement is forked first, within the
+      # With rollout_max_surge, its replacement is forked first, within the
       # surge budget (or at a later call), and it stops once that one is
       # ready; without, it stops now and is replaced after.
       # @param child [Child] a ready worker
@@ -222,7 +222,7 @@ module Herd
       # @return [Symbol, nil] :surge, :stop, or nil when left for later
       def replace(child, spawn:)
         return nil if replacement_for(child)
-        unless config.refork_max_surge.positive?
+        unless config.rollout_max_surge.positive?
           @children.stop(child)
           return :stop
         end
@@ -246,15 +246,15 @@ module Herd
 
       private
 
-      # refork_min_ready: the next old worker is replaced only once the
+      # rollout_min_ready: the next old worker is replaced only once the
       # newest replacement has served that long. A new worker's first
       # requests cost it several times a warm one's (it copies what they
       # write and, on some VMs, pays for each page it touches the first
-      # time: docs/REFORKING.md, "Pacing: `refork_min_ready`"); spaced out,
+      # time: docs/REFORKING.md, "Pacing: `rollout_min_ready`"); spaced out,
       # that cost is spread over the roll instead of taken from one stretch
       # of it.
       def pacing?
-        pause = config.refork_min_ready
+        pause = config.rollout_min_ready
         pause.positive? && @last_ready_at && Clock.now - @last_ready_at < pause
       end
 
@@ -266,12 +266,12 @@ module Herd
 
       # How many replacements may be forked ahead now.
       def surge_room
-        [config.refork_max_surge - @children.workers.count(&:replaces), 0].max
+        [config.rollout_max_surge - @children.workers.count(&:replaces), 0].max
       end
 
       def stop(waiting, target)
         serving = @children.workers.select { |child| child.ready? && child.number < target }.map(&:number).uniq.size
-        waiting.first([config.refork_max_unavailable - (target - serving), 0].max).each { |child| @children.stop(child) }
+        waiting.first([config.rollout_max_unavailable - (target - serving), 0].max).each { |child| @children.stop(child) }
       end
 
       def current_mold
@@ -283,11 +283,11 @@ module Herd
       end
 
       def pace
-        "#{budgets}#{", each after the last replacement served #{config.refork_min_ready} s" if config.refork_min_ready.positive?}"
+        "#{budgets}#{", each after the last replacement served #{config.rollout_min_ready} s" if config.rollout_min_ready.positive?}"
       end
 
       def budgets
-        surge, unavailable = config.refork_max_surge, config.refork_max_unavailable
+        surge, unavailable = config.rollout_max_surge, config.rollout_max_unavailable
         return "#{unavailable} at a time" if surge.zero?
         return "#{surge} at a time, each forked before the worker it replaces stops" if unavailable.zero?
 
@@ -302,7 +302,7 @@ module Herd
         @pending = mold
         @kind = :refork
         @candidate = candidate
-        @context.telemetry&.rollover_started(:refork, reason, from_generation: @generation, generation: mold.generation)
+        @context.telemetry&.rollout_started(:refork, reason, from_generation: @generation, generation: mold.generation)
         log("refork (#{reason}): promoting #{candidate} with #{@workload.requests(candidate)} requests " \
           "to mold (gen #{mold.generation})")
         true

@@ -43,7 +43,7 @@ module Herd
           "generations" => generations(processes),
           "memory" => memory_h(report, processes),
           "counters" => counters_h(processes),
-          "rollovers" => @telemetry.rollovers.reverse.map { |rollover| rollover_h(rollover) }
+          "rollouts" => @telemetry.rollouts.reverse.map { |rollout| rollout_h(rollout) }
         }
       end
 
@@ -142,10 +142,10 @@ module Herd
           .merge("worker_deaths_by_signal" => {"total" => deaths, "by_signal" => @telemetry.deaths_by_signal})
       end
 
-      def rollover_h(rollover)
-        {"kind" => rollover.kind.to_s, "reason" => rollover.reason, "from_generation" => rollover.from_generation,
-         "generation" => rollover.generation, "at" => JSONWriter.time(rollover.wall_time),
-         "duration" => rollover.duration&.round(3), "outcome" => rollover.outcome.to_s}
+      def rollout_h(rollout)
+        {"kind" => rollout.kind.to_s, "reason" => rollout.reason, "from_generation" => rollout.from_generation,
+         "generation" => rollout.generation, "at" => JSONWriter.time(rollout.wall_time),
+         "duration" => rollout.duration&.round(3), "outcome" => rollout.outcome.to_s}
       end
     end
   end

@@ -17,7 +17,7 @@ module Herd
       # One refork or reload: `kind` :refork or :reload, `reason` as logged,
       # `duration` seconds from the request to the new mold's ready (nil while
       # pending), `outcome` :pending, :ready or :failed.
-      Rollover = Struct.new(:kind, :reason, :from_generation, :generation, :started_at, :wall_time, :duration, :outcome,
+      RolloutEntry = Struct.new(:kind, :reason, :from_generation, :generation, :started_at, :wall_time, :duration, :outcome,
         keyword_init: true)
 
       COUNTERS = %i[requests_retired timeouts worker_deaths_by_signal reforks reloads refork_failures reload_failures
@@ -26,7 +26,7 @@ module Herd
       def initialize
         @counters = COUNTERS.to_h { |name| [name, 0] }
         @deaths_by_signal = Hash.new(0)
-        @rollovers = []
+        @rollouts = []
         @lock = Mutex.new
       end
 
@@ -46,27 +46,27 @@ module Herd
       end
 
       # A refork or a reload began.
-      # @return [Rollover]
-      def rollover_started(kind, reason, from_generation:, generation:)
-        rollover = Rollover.new(kind: kind, reason: reason, from_generation: from_generation, generation: generation,
+      # @return [RolloutEntry]
+      def rollout_started(kind, reason, from_generation:, generation:)
+        rollout = RolloutEntry.new(kind: kind, reason: reason, from_generation: from_generation, generation: generation,
           started_at: Clock.now, wall_time: Time.now, outcome: :pending)
         @lock.synchronize do
           @counters[(kind == :reload) ? :reloads : :reforks] += 1
-          @rollovers << rollover
-          @rollovers.shift while @rollovers.size > HISTORY
+          @rollouts << rollout
+          @rollouts.shift while @rollouts.size > HISTORY
         end
-        rollover
+        rollout
       end
 
       # The new mold of `generation` is ready (or failed).
-      def rollover_ended(generation, outcome)
+      def rollout_ended(generation, outcome)
         @lock.synchronize do
-          rollover = @rollovers.reverse.find { |r| r.generation == generation && r.outcome == :pending }
-          return unless rollover
+          rollout = @rollouts.reverse.find { |r| r.generation == generation && r.outcome == :pending }
+          return unless rollout
 
-          rollover.duration = Clock.now - rollover.started_at
-          rollover.outcome = outcome
-          @counters[(rollover.kind == :reload) ? :reload_failures : :refork_failures] += 1 if outcome == :failed
+          rollout.duration = Clock.now - rollout.started_at
+          rollout.outcome = outcome
+          @counters[(rollout.kind == :reload) ? :reload_failures : :refork_failures] += 1 if outcome == :failed
         end
       end
 
@@ -80,9 +80,9 @@ module Herd
         @lock.synchronize { @deaths_by_signal.dup }
       end
 
-      # @return [Array<Rollover>] copies, oldest first
-      def rollovers
-        @lock.synchronize { @rollovers.map(&:dup) }
+      # @return [Array<RolloutEntry>] copies, oldest first
+      def rollouts
+        @lock.synchronize { @rollouts.map(&:dup) }
       end
     end
   end

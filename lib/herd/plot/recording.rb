@@ -8,7 +8,7 @@ module Herd
   module Plot
     # A recording of `herd mem PID --tree --watch S --record FILE`: one JSON
     # report per line (the `herd mem --json` document, plus the server's
-    # last rollovers when its control endpoint was reachable), read back as
+    # last rollouts when its control endpoint was reachable), read back as
     # Σ PSS over time split by role or by generation, and the moments a new
     # generation came (refork or reload).
     # @api private
@@ -124,10 +124,10 @@ module Herd
         keys.sort_by { |key| [rank.call(key), key[/\d+/].to_i] }
       end
 
-      # What the server said about its rollovers when it could; otherwise
+      # What the server said about its rollouts when it could; otherwise
       # a generation first seen is marked "gen N".
       def markers_from(reports, start)
-        told = reports.flat_map { |report| report["rollovers"] || [] }.uniq { |r| r["generation"] }
+        told = reports.flat_map { |report| report["rollouts"] || [] }.uniq { |r| r["generation"] }
         return told.map { |r| told_marker(r, start) }.select { |m| m.seconds.between?(0, duration) } unless told.empty?
 
         seen = nil
@@ -140,9 +140,9 @@ module Herd
         end
       end
 
-      def told_marker(rollover, start)
-        Marker.new(seconds: Time.iso8601(rollover["at"]) - start, generation: rollover["generation"],
-          label: "#{rollover["kind"]} #{rollover["generation"]}: #{rollover["reason"]}")
+      def told_marker(rollout, start)
+        Marker.new(seconds: Time.iso8601(rollout["at"]) - start, generation: rollout["generation"],
+          label: "#{rollout["kind"]} #{rollout["generation"]}: #{rollout["reason"]}")
       end
     end
   end

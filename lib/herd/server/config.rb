@@ -61,10 +61,10 @@ module Herd
       setting :spawn_timeout, 30, SettingChecks.seconds
       setting :shutdown_timeout, 30, SettingChecks.seconds
       setting :refork_after, false, SettingChecks.schedule
-      # nil: 0 with a surge, 1 without (#refork_max_unavailable)
-      setting :refork_max_unavailable, nil, SettingChecks.whole(0), reader: false
-      setting :refork_max_surge, 1, SettingChecks.whole(0)
-      setting :refork_min_ready, 0, SettingChecks.seconds_or_zero
+      # nil: 0 with a surge, 1 without (#rollout_max_unavailable)
+      setting :rollout_max_unavailable, nil, SettingChecks.whole(0), reader: false
+      setting :rollout_max_surge, 1, SettingChecks.whole(0)
+      setting :rollout_min_ready, 0, SettingChecks.seconds_or_zero
       setting :out_of_band_gc, Cluster::OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "10_000")
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
       setting :rackup, "config.ru"
@@ -128,17 +128,17 @@ module Herd
       # names none: together with the surge, it keeps a refork's p99 and
       # throughput nearest to steady, where one-out-one-in at the mold's own
       # priority often missed one of the two (docs/REFORKING.md, "Surge:
-      # `refork_max_surge`").
+      # `rollout_max_surge`").
       DEFAULT_HEAP_NICE = 10
 
       # @return [Integer] how many workers a rollout takes out of service at
       #   once: as set, else none when replacements are forked ahead
-      #   (`refork_max_surge`, 1 by default) and one when they are not, so
-      #   `refork_max_surge 0` alone goes back to one-out-one-in
-      def refork_max_unavailable
-        return @refork_max_unavailable unless @refork_max_unavailable.nil?
+      #   (`rollout_max_surge`, 1 by default) and one when they are not, so
+      #   `rollout_max_surge 0` alone goes back to one-out-one-in
+      def rollout_max_unavailable
+        return @rollout_max_unavailable unless @rollout_max_unavailable.nil?
 
-        (@refork_max_surge.is_a?(Integer) && @refork_max_surge.positive?) ? 0 : 1
+        (@rollout_max_surge.is_a?(Integer) && @rollout_max_surge.positive?) ? 0 : 1
       end
 
       # @return [Integer, nil] `prepare_heap nice:`, the priority of work
@@ -188,9 +188,9 @@ module Herd
       # @return [self]
       def validate!
         SETTINGS.each_value { |setting| setting.validate!(public_send(setting.name)) }
-        if refork_max_unavailable.zero? && @refork_max_surge.zero?
-          raise ConfigError, "refork_max_unavailable and refork_max_surge are both 0: a rollout could never " \
-            "replace a worker; set refork_max_surge 1 (replacements first) or refork_max_unavailable 1"
+        if rollout_max_unavailable.zero? && @rollout_max_surge.zero?
+          raise ConfigError, "rollout_max_unavailable and rollout_max_surge are both 0: a rollout could never " \
+            "replace a worker; set rollout_max_surge 1 (replacements first) or rollout_max_unavailable 1"
         end
         if @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
