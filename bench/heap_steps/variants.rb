@@ -20,11 +20,11 @@ module HeapStepsBench
   VARIANTS = [
     Variant.new(name: "plain", label: "plain fork (no preparation)", options: nil),
     Variant.new(name: "promote", label: "promotion only", options: CHAIN.merge(compact: false), base: "plain",
-      step: "promotion"),
+      step: "aging"),
     Variant.new(name: "promote-fill", label: "promotion + fill_free_slots, no compaction",
       options: CHAIN.merge(compact: false, fill_free_slots: true), base: "promote", step: "free-slot filling"),
     Variant.new(name: "warmup", label: "Process.warmup", options: {warmup: true, compact: false, pack_descriptors: false},
-      base: "plain", step: "promotion"),
+      base: "plain", step: "aging"),
     Variant.new(name: "compact", label: "promotion + compaction", options: CHAIN.merge(compact: true), base: "promote",
       step: "compaction"),
     Variant.new(name: "fill", label: "+ fill_free_slots", options: CHAIN.merge(compact: true, fill_free_slots: true),

@@ -12,17 +12,19 @@ module Herd
   #
   # On Ruby <= 3.2 an object's GC age lives in its header: every GC that a
   # young object survives writes to it, and a write to a page shared with a
-  # forked child copies the page. Promoting young objects to old before
-  # forking means the children's GCs no longer write to those headers. On
-  # Ruby >= 3.3, `Process.warmup` does this (and more) and is used instead.
+  # forked child copies the page. Aging young objects to old before forking
+  # (Ruby calls it promotion; herd says aging, and keeps "promote" for a
+  # worker that becomes the next mold) means the children's GCs no longer
+  # write to those headers. On Ruby >= 3.3, `Process.warmup` does this (and
+  # more) and is used instead.
   module Heap
     # What {Heap.prepare} did.
     #
     # @!attribute strategy
-    #   @return [Symbol] :warmup (Process.warmup), :promote (GC runs), or :none
+    #   @return [Symbol] :process_warmup (Process.warmup), :aging (GC runs), or :none
     #     (the heap was already mostly old)
     # @!attribute gc_runs
-    #   @return [Integer] GCs run by herd (0 for :warmup, which runs its own)
+    #   @return [Integer] GCs run by herd (0 for :process_warmup, which runs its own)
     # @!attribute compacted
     #   @return [Boolean] whether the heap was compacted
     # @!attribute compaction_skipped
@@ -79,7 +81,7 @@ module Herd
         fillers = @retained
         @retained = nil
         sealed&.unseal
-        # The fillers were promoted to old with the rest, and only a major
+        # The fillers were aged to old with the rest, and only a major
         # GC frees old objects: until Ruby decides on one, they hold their
         # pages and new objects take fresh ones. Prepared before every
         # Herd.map of a long-lived process, that adds up; one major GC keeps
@@ -140,13 +142,13 @@ module Herd
     # Bytes of one object slot in Ruby's heap.
     # @api private
     SLOT_SIZE = GC::INTERNAL_CONSTANTS.fetch(:RVALUE_SIZE) { GC::INTERNAL_CONSTANTS.fetch(:BASE_SLOT_SIZE, 40) }
-    # Stop promoting once young objects are at most this share of live ones.
+    # Stop aging once young objects are at most this share of live ones.
     DEFAULT_YOUNG_RATIO = 0.01
     # Objects need three survived GCs to become old on Ruby 3.1; one spare.
     DEFAULT_MAX_GC_RUNS = 4
 
     class << self
-      # Promotes young objects to old (or calls `Process.warmup` where it
+      # Ages young objects to old (or calls `Process.warmup` where it
       # exists) and optionally compacts. Cheap when the heap is already mostly
       # old: it then runs no GC at all.
       #
@@ -158,9 +160,9 @@ module Herd
       #   less than {LastCompaction::GROWTH} since: for templates forked one
       #   from another's child, as a reforking server's molds are. Where
       #   `Process.warmup` exists (it compacts), `:auto` calls it only when
-      #   compacting is due, and promotes with GCs otherwise. nil is false
+      #   compacting is due, and ages objects with GCs otherwise. nil is false
       # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
-      # @param max_gc_runs [Integer] at most this many GCs to promote (a GC
+      # @param max_gc_runs [Integer] at most this many GCs to age objects with (a GC
       #   Ruby started meanwhile is still finished: a fork must not land in it)
       # @param young_ratio [Float] stop when young <= live * young_ratio
       # @param fill_free_slots [Boolean] fill the heap's free slots with
@@ -209,9 +211,9 @@ module Herd
               warm_up(before, young_ratio, compact)
             else
               # With filling, one GC first (it frees the garbage, so that the
-              # fill sees every free slot), and the promotion after the fill
+              # fill sees every free slot), and the aging after the fill
               # ages both: 4 GCs, not 3 before the fill and 3 more after it.
-              promote_and_compact(compact, (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
+              age_and_compact(compact, (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
             end
           end
           # After the GCs (which may free pages and their descriptors),
@@ -223,7 +225,7 @@ module Herd
           fillers, spared = fill_free_slots ? fill : [[], 0]
           # Ages the fillers (and what the first GC left young) to old; the
           # fillers of mostly free pages, dropped, are freed by the first run.
-          runs += promote(max_gc_runs, young_ratio) unless fillers.empty? && spared.zero?
+          runs += age(max_gc_runs, young_ratio) unless fillers.empty? && spared.zero?
           runs += finish_gc_under_way
           sealed = (off ? Malloc.skipped(off) : Malloc.seal_free_chunks) if seal_malloc
           trimmed = !seal_malloc && trim_malloc && Malloc.trim
@@ -297,19 +299,19 @@ module Herd
 
         Process.warmup
         LastCompaction.record
-        [:warmup, 0, true]
+        [:process_warmup, 0, true]
       end
 
       # @return [Array] strategy, GC runs, whether compacted, why `:auto` did not
-      def promote_and_compact(compact, max_gc_runs, young_ratio)
-        runs = promote(max_gc_runs, young_ratio)
-        # After the promotion's GCs, which free young garbage; dead old
+      def age_and_compact(compact, max_gc_runs, young_ratio)
+        runs = age(max_gc_runs, young_ratio)
+        # After the aging GCs, which free young garbage; dead old
         # objects still count as live until a major GC, which errs towards
         # compacting.
         skipped = LastCompaction.skipped if compact == :auto && !LastCompaction.due && compaction_supported?
         compacted = compact && !skipped && compact!
-        runs += promote(max_gc_runs, young_ratio) if compacted
-        [(runs.zero? && !compacted) ? :none : :promote, runs, compacted, skipped]
+        runs += age(max_gc_runs, young_ratio) if compacted
+        [(runs.zero? && !compacted) ? :none : :aging, runs, compacted, skipped]
       end
 
       # @return [Array(Array, Integer)] the fillers kept, and the free slots
@@ -342,15 +344,15 @@ module Herd
         fillers.each_with_index { |filler, i| kept << filler if counts[pages[i]] <= sparse }
       end
 
-      def promote(max_gc_runs, young_ratio)
+      def age(max_gc_runs, young_ratio)
         runs = 0
         young = nil
         while runs < max_gc_runs
           counts = census
-          # Stop when done, or when a GC promoted nothing more: a few dozen
+          # Stop when done, or when a GC aged nothing more: a few dozen
           # objects (the GC's own, this method's) are always young. An object
-          # needs three GCs to be promoted, so only from the third on does an
-          # unchanged count mean nothing is left to promote.
+          # needs three GCs to be old, so only from the third on does an
+          # unchanged count mean nothing is left to age.
           break if mostly_old?(counts, young_ratio) || (runs >= 3 && counts[:young] >= young)
 
           young = counts[:young]
@@ -362,10 +364,10 @@ module Herd
         runs
       end
 
-      # A GC that Ruby started by itself may still be under way: when a
-      # promotion makes more old objects than Ruby's limit, the next
+      # A GC that Ruby started by itself may still be under way: when
+      # aging makes more old objects than Ruby's limit, the next
       # allocation starts a major GC, marked incrementally on Ruby >= 3.3.
-      # Until it ends, the old-object count reads low (the promotion then
+      # Until it ends, the old-object count reads low (the aging then
       # looks stuck), and a child forked meanwhile finishes it, writing to
       # every page it marks. One more GC finishes it.
       # @return [Integer] GCs run

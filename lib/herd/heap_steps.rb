@@ -39,7 +39,7 @@ module Herd
       other_gc = Heap.other_gc
       internals = other_gc || Heap.internals_off(env)
       [
-        Step.new("promotion", promotion, other_gc),
+        Step.new("aging", aging, other_gc),
         Step.new("compaction", "GC.compact, before a template's first fork", other_gc || compaction_missing),
         Step.new("free-slot filling", "fills the object heap's scattered free slots (few are left after a compaction)", other_gc),
         Step.new("GC page descriptors", "packed next to each other", internals || PageDescriptors.unsupported),
@@ -65,9 +65,9 @@ module Herd
       "#{RUBY_ENGINE} #{RUBY_VERSION}, YJIT #{yjit ? "on" : "off"}, #{malloc}"
     end
 
-    def promotion
+    def aging
       if Process.respond_to?(:warmup)
-        "Process.warmup (a major GC, compaction, every survivor promoted)"
+        "Process.warmup (a major GC, compaction, every survivor aged to old)"
       else
         "minor GCs until the young objects are old"
       end

@@ -9,7 +9,7 @@ require "herd/heap_steps"
 class HeapStepsTest < Herd::Test
   def test_every_step_runs_or_says_why_not
     steps = Herd::HeapSteps.all({})
-    assert_equal ["promotion", "compaction", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "out-of-band GC", "fast exit"],
+    assert_equal ["aging", "compaction", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "out-of-band GC", "fast exit"],
       steps.map(&:name)
     steps.each { |step| assert(step.runs? ? step.how : step.stepped_aside, step.to_s) }
     by_name = steps.to_h { |step| [step.name, step.stepped_aside] }
@@ -18,10 +18,10 @@ class HeapStepsTest < Herd::Test
     assert Herd::Malloc.unsupported == by_name["malloc sealing"], by_name["malloc sealing"].inspect
   end
 
-  def test_promotion_is_process_warmup_where_ruby_has_it
-    promotion = Herd::HeapSteps.all({}).first
-    assert promotion.runs?
-    assert_equal Process.respond_to?(:warmup), promotion.how.start_with?("Process.warmup")
+  def test_aging_is_process_warmup_where_ruby_has_it
+    aging = Herd::HeapSteps.all({}).first
+    assert aging.runs?
+    assert_equal Process.respond_to?(:warmup), aging.how.start_with?("Process.warmup")
   end
 
   # Ruby >= 3.3 says whether its next GC is a major one; the out-of-band GC
@@ -48,7 +48,7 @@ class HeapStepsTest < Herd::Test
     assert_equal "HERD_HEAP_INTERNALS=0", by_name["malloc sealing"]
     assert_equal "HERD_HEAP_INTERNALS=0", by_name["GC page descriptors"]
     assert_equal "HERD_FAST_EXIT=off", by_name["fast exit"]
-    assert_nil by_name["promotion"]
+    assert_nil by_name["aging"]
     assert_nil by_name["out-of-band GC"], "no environment switch: the server's `out_of_band_gc` setting turns it off"
   end
 
@@ -74,7 +74,7 @@ class HeapStepsTest < Herd::Test
       refute report.compacted
       assert_equal "heap left as it is: the GC is mmtk, herd knows the generations and pages of Ruby's default GC only", report.to_s
       steps = Herd::HeapSteps.all({})
-      %w[promotion compaction free-slot\ filling GC\ page\ descriptors malloc\ sealing].each do |name|
+      %w[aging compaction free-slot\ filling GC\ page\ descriptors malloc\ sealing].each do |name|
         refute steps.find { |step| step.name == name }.runs?, name
       end
     end

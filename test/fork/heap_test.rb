@@ -3,7 +3,7 @@
 require "test_helper"
 
 class HeapTest < Herd::Test
-  def test_prepare_promotes_young_objects_to_old
+  def test_prepare_ages_young_objects_to_old
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
       GC.disable # allocate without GC so that the objects stay young
@@ -16,7 +16,7 @@ class HeapTest < Herd::Test
     RUBY
     assert status.success?, err
     strategy, runs, young_before, young_after, old_grew, again_strategy, again_runs = eval(out) # standard:disable Security/Eval
-    assert_equal :promote, strategy
+    assert_equal :aging, strategy
     assert_operator runs, :>=, 1
     assert_operator young_before, :>, 200_000
     assert_operator young_after, :<, young_before / 50
@@ -25,7 +25,7 @@ class HeapTest < Herd::Test
     assert_equal 0, again_runs
   end
 
-  # A heap big enough that promoting it crosses Ruby's old-object limit:
+  # A heap big enough that aging it crosses Ruby's old-object limit:
   # the next allocation starts a major GC, marked incrementally on Ruby >=
   # 3.3. The preparation finishes it: its count of old objects is true, and
   # no child is forked into a GC under way.
@@ -40,7 +40,7 @@ class HeapTest < Herd::Test
     RUBY
     assert status.success?, err
     young_before, young_after, state = eval(out) # standard:disable Security/Eval
-    assert_operator young_after, :<, young_before / 50, "the promotion went through"
+    assert_operator young_after, :<, young_before / 50, "the aging went through"
     assert_equal :none, state, "no GC under way when prepare returns"
   end
 
@@ -48,7 +48,7 @@ class HeapTest < Herd::Test
     assert_equal Herd::Heap.method(:prepare).parameters.map(&:last).sort, Herd::Heap::OPTIONS.sort
   end
 
-  # The cap bounds the promotion's GCs; a GC Ruby already started is still
+  # The cap bounds the aging GCs; a GC Ruby already started is still
   # finished (finish_gc_under_way), so none may be under way here.
   def test_prepare_respects_the_gc_run_cap
     GC.start
@@ -125,12 +125,12 @@ class HeapTest < Herd::Test
       p [first.strategy, first.compacted, again.strategy, again.compacted, again.compaction_skipped.to_s.start_with?("compaction not needed"), $warmups]
     RUBY
     assert status.success?, err
-    assert_equal [:warmup, true, :promote, false, true, 1], eval(out) # standard:disable Security/Eval
+    assert_equal [:process_warmup, true, :aging, false, true, 1], eval(out) # standard:disable Security/Eval
   end
 
   def test_report_reads_as_one_log_line
     line = Herd::Heap.prepare(warmup: false).to_s
-    assert_match(/\Aheap prepared \((none|promote)\): \d+ GC runs?, young \d+ -> \d+, old \d+ -> \d+(; .+)?, [\d.]+ ms\z/, line)
+    assert_match(/\Aheap prepared \((none|aging)\): \d+ GC runs?, young \d+ -> \d+, old \d+ -> \d+(; .+)?, [\d.]+ ms\z/, line)
   end
 
   def test_census_counts_live_old_and_young

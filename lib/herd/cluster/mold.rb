@@ -148,7 +148,7 @@ module Herd
         true
       end
 
-      # A mold's heap is the template of every worker: promote young objects,
+      # A mold's heap is the template of every worker: age young objects to old,
       # compact when its lineage has not (`compact: :auto`, {LastCompaction}:
       # compacting a heap that descends from a compacted one writes every
       # page for little) and seal malloc's free chunks last, so that workers'
