@@ -26,7 +26,7 @@ class PoolPrefetchTest < Herd::Test
     def hand_out(worker, pairs, last, queued: false)
       if queued
         Spy.queued += 1
-        Spy.left << [@source.size - @handed_out, pairs.size, @pool.size]
+        Spy.left << [@source.size - @handed_out, pairs.size, @workers.size]
       end
       super
     end

@@ -109,17 +109,17 @@ class HeapPolicyTest < Herd::Test
   POLICY = Herd::Pool::HeapPolicy
 
   def test_false_never_prepares_and_a_hash_always_does
-    assert_nil POLICY.options(false, disposable: true)
-    assert_equal({compact: true}, POLICY.options({compact: true}, disposable: true, env: {POLICY::MIN_RSS_ENV => "1000000"}))
+    assert_nil POLICY.options(false, one_call: true)
+    assert_equal({compact: true}, POLICY.options({compact: true}, one_call: true, env: {POLICY::MIN_RSS_ENV => "1000000"}))
   end
 
   def test_a_long_lived_pool_always_prepares
-    assert_equal({}, POLICY.options(true, disposable: false, env: {POLICY::MIN_RSS_ENV => "1000000"}))
+    assert_equal({}, POLICY.options(true, one_call: false, env: {POLICY::MIN_RSS_ENV => "1000000"}))
   end
 
   def test_a_one_call_pool_prepares_from_the_threshold_on
-    assert_equal({}, POLICY.options(true, disposable: true, env: {POLICY::MIN_RSS_ENV => "0"}))
-    assert_nil POLICY.options(true, disposable: true, env: {POLICY::MIN_RSS_ENV => "1000000"})
+    assert_equal({}, POLICY.options(true, one_call: true, env: {POLICY::MIN_RSS_ENV => "0"}))
+    assert_nil POLICY.options(true, one_call: true, env: {POLICY::MIN_RSS_ENV => "1000000"})
   end
 
   def test_the_threshold_is_in_mib_and_defaults_to_min_rss

@@ -27,12 +27,12 @@ module Herd
       module_function
 
       # @param option [Boolean, Hash] the pool's prepare_heap:
-      # @param disposable [Boolean] a one-call pool
+      # @param one_call [Boolean] a one-call pool's (Herd.map)
       # @return [Hash, nil] the options for {Heap.prepare}, nil to skip it
-      def options(option, disposable:, env: ENV)
+      def options(option, one_call:, env: ENV)
         return nil unless option
         return option if option.is_a?(Hash)
-        return {} unless disposable
+        return {} unless one_call
 
         (resident_bytes >= threshold(env)) ? {} : nil
       end

@@ -54,12 +54,24 @@ module Herd
       def run_once(name, source_object, operation_class, with_index, options, block)
         raise ArgumentError, "Herd.#{name} needs a block" unless block
 
-        pool_options, run_options = Pool.split_options(options)
-        RunSettings.build(**run_options) # refuse bad options before forking anything
+        pool_options, run_options = split_options(options)
+        settings = RunSettings.build(**run_options) # refuse bad options before forking anything
         source = Source.for(source_object)
-        Pool.guarded(-> { Pool.disposable(source, block, pool_options) }) do |pool|
-          pool.run_source(source, operation_class.new(source, source_object), with_index, run_options)
+        Workers.guarded(-> { Workers.one_call(source, block, pool_options) }) do |workers|
+          Run.new(workers, source, operation_class.new(source, source_object), settings, with_index: with_index).call
         end
+      end
+
+      # Splits Herd.map's options into the pool's and the call's, refusing unknown keys.
+      # @return [Array(Hash, Hash)]
+      def split_options(options)
+        known = PoolSettings.members + RunSettings.members
+        unknown = options.keys - known
+        unless unknown.empty?
+          raise ArgumentError, "unknown option#{"s" if unknown.size > 1} #{unknown.map(&:inspect).join(", ")}; " \
+            "known: #{known.join(", ")}"
+        end
+        [options.slice(*PoolSettings.members), options.slice(*RunSettings.members)]
       end
     end
   end

@@ -2,25 +2,25 @@
 
 module Herd
   class Pool
-    # Pools still open when the program exits are closed then, so no worker
-    # outlives its parent even when the caller forgot #close.
+    # Workers still running when the program exits are terminated then, so no
+    # worker outlives its parent even when the caller forgot Pool#close.
     # @api private
     module Registry
-      @pools = {}
+      @open = {}
       @lock = Mutex.new
-      @owner = Process.pid
 
       class << self
-        def add(pool)
-          @lock.synchronize { @pools[pool] = true }
+        # @param workers [Workers]
+        def add(workers)
+          @lock.synchronize { @open[workers] = true }
         end
 
-        def delete(pool)
-          @lock.synchronize { @pools.delete(pool) }
+        def delete(workers)
+          @lock.synchronize { @open.delete(workers) }
         end
 
         def close_all
-          @lock.synchronize { @pools.keys }.each(&:terminate)
+          @lock.synchronize { @open.keys }.each(&:terminate)
         end
       end
 

@@ -14,7 +14,8 @@ module Herd
     # workers, collects results, and turns every failure — an exception, a
     # dead worker, a stuck item — into an error that says which item and
     # which worker, or into a retry. One thread, one IO.select, no helper
-    # threads.
+    # threads. The workers are the pool's {Workers}: it says which are idle,
+    # hands them their batches, and replaces or ends the ones the run is done with.
     # @api private
     class Run
       # How often to look at the scoreboard when items have a timeout, and how
@@ -37,19 +38,19 @@ module Herd
       # each at most, marshalled, below 2**31).
       AHEAD_POSITIONS = 1000
 
-      # @param pool [Pool]
+      # @param workers [Workers] the pool's workers
       # @param source [Source]
       # @param operation [#accept, #result]
       # @param settings [RunSettings]
-      def initialize(pool, source, operation, settings, with_index:, by_index:)
-        @pool = pool
+      def initialize(workers, source, operation, settings, with_index:)
+        @workers = workers
         @source = source
         @operation = operation
         @settings = settings
         @with_index = with_index
-        @by_index = by_index
+        @by_index = workers.forked_with?(source)
         @id = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
-        @chunks = ChunkSizer.new(fixed: settings.chunk_size, total: source.size, workers: pool.size)
+        @chunks = ChunkSizer.new(fixed: settings.chunk_size, total: source.size, workers: workers.size)
         @inflight = {} # the batch each worker is on
         @queued = {} # the batch sent ahead to a worker, to start when it finishes its current one
         @prefetch = prefetch_allowed?
@@ -77,14 +78,14 @@ module Herd
         Thread.handle_interrupt(Object => :never) do
           Thread.handle_interrupt(Object => :immediate) { loop_until_finished }
         rescue Exception # rubocop:disable Lint/RescueException -- Ctrl-C, TERM, a raising callback: no worker may outlive this
-          @pool.terminate
+          @workers.terminate
           raise
         end
       end
 
       def loop_until_finished
         @progress = Progress.build(@settings.progress, @source.size)
-        @pool.scoreboard_reset
+        @workers.begin_call(@settings.timeout)
         until finished?
           sent = @stopping ? 0 : dispatch
           break if finished?
@@ -112,8 +113,8 @@ module Herd
       # @return [Integer] items handed out
       def dispatch
         plans = []
-        @pool.idle_workers(@inflight).each do |worker|
-          size = [@chunks.next_size(@handed_out), @pool.quota(worker)].min
+        @workers.idle(@inflight).each do |worker|
+          size = [@chunks.next_size(@handed_out), @workers.quota(worker)].min
           pairs = @source.take(size)
           break if pairs.empty?
 
@@ -126,7 +127,7 @@ module Herd
         # start: callback: its output (a progress line, "running") and the
         # Ctrl-C it may prompt then find every fork of the round done, as
         # when a pool forked its workers when made.
-        forked = plans.select { |worker, _| @pool.unforked?(worker) }
+        forked = plans.select { |worker, _| @workers.unforked?(worker) }
         forked.each { |worker, pairs| hand_out(worker, pairs, last) }
         plans.each do |worker, pairs|
           pairs.each { |index, item| @settings.start.call(item, index) } if @settings.start
@@ -153,12 +154,12 @@ module Herd
       def prefetch(plans)
         return [] unless @prefetch && @chunks.estimated?
 
-        busy = @inflight.keys + plans.filter_map { |worker, _| worker unless @pool.unforked?(worker) }
+        busy = @inflight.keys + plans.filter_map { |worker, _| worker unless @workers.unforked?(worker) }
         busy.filter_map do |worker|
           next if !@prefetch || @queued.key?(worker) || worker.retiring?
 
           size = @chunks.next_size(@handed_out)
-          next unless @source.size - @handed_out >= size * (@pool.size * 2 + 1)
+          next unless @source.size - @handed_out >= size * (@workers.size * 2 + 1)
 
           pairs = @source.take(size)
           next if pairs.empty?
@@ -195,8 +196,8 @@ module Herd
       # (a worker replaced between its batches would take the one queued
       # for it along).
       def prefetch_allowed?
-        @pool.kind == :process && !@source.size.nil? && @settings.timeout.nil? && @settings.start.nil? &&
-          !@pool.recycles_workers? && !EnvSwitch.off?(ENV[PREFETCH_ENV])
+        @workers.kind == :process && !@source.size.nil? && @settings.timeout.nil? && @settings.start.nil? &&
+          !@workers.recycles? && !EnvSwitch.off?(ENV[PREFETCH_ENV])
       end
 
       # A one-call pool's workers exit on their own after a batch that leaves
@@ -207,15 +208,15 @@ module Herd
       # for free: an enumerator would have to make its next item (#peek)
       # before these batches leave, and a slow one would hold them back.
       def last_batches?(plans)
-        !plans.empty? && !@stopping && @pool.retires_workers? && !@source.size.nil? && @source.exhausted?
+        !plans.empty? && !@stopping && @workers.retires? && !@source.size.nil? && @source.exhausted?
       end
 
       def hand_out(worker, pairs, last, queued: false)
         message = batch_message(pairs, last)
         # The scoreboard's count is what a timeout watches; nothing else reads it.
-        seen = @settings.timeout ? @pool.scoreboard.started(worker.number) : 0
+        seen = @settings.timeout ? @workers.scoreboard.started(worker.number) : 0
         (queued ? @queued : @inflight)[worker] = Batch.new(pairs, Clock.now, seen)
-        @pool.dispatch(worker, message) || worker_died(worker)
+        @workers.dispatch(worker, message) || worker_died(worker)
       end
 
       def batch_message(pairs, last)
@@ -294,12 +295,12 @@ module Herd
         # copy-on-write faults), not only its items.
         @chunks.record(batch.size, busy || (Clock.now - batch.sent_at)) if @warm.key?(worker)
         @warm[worker] = true
-        @pool.served(worker, batch.answered)
+        @workers.served(worker, batch.answered)
         return if @stopping
 
         @source.retry(batch.unanswered) if batch.answered < batch.size
         # Items came back after this worker was told it had its last batch.
-        @pool.replace(worker) if worker.retiring? && !@source.exhausted?
+        @workers.replace(worker) if worker.retiring? && !@source.exhausted?
       end
 
       def worker_died(worker)
@@ -316,7 +317,7 @@ module Herd
         # Read before #replace marks the slot idle for the new worker: the
         # dead one's last word is the only record of the item it was on.
         index = culprit(worker, batch)
-        @pool.replace(worker) unless @stopping && @pool.disposable?
+        @workers.replace(worker) unless @stopping && @workers.one_call?
         return unless batch && !@stopping
 
         error = WorkerDied.new(
@@ -351,7 +352,7 @@ module Herd
       def culprit(worker, batch)
         return nil unless batch
 
-        index = @pool.scoreboard.current_item(worker.number)
+        index = @workers.scoreboard.current_item(worker.number)
         return index if index && batch.unanswered.any? { |pair| pair.first == index }
 
         batch.unanswered.first&.first
@@ -371,11 +372,11 @@ module Herd
       end
 
       def check_timeout(worker, batch)
-        started = @pool.scoreboard.started(worker.number)
+        started = @workers.scoreboard.started(worker.number)
         if started != batch.seen_started
           batch.seen_started = started
           batch.progress_at = Clock.now
-        elsif Clock.now - batch.progress_at > @settings.timeout && (index = @pool.scoreboard.current_item(worker.number))
+        elsif Clock.now - batch.progress_at > @settings.timeout && (index = @workers.scoreboard.current_item(worker.number))
           timed_out(worker, batch, index)
         end
       end
@@ -385,7 +386,7 @@ module Herd
         worker.reap
         @inflight.delete(worker)
         hand_back_queued(worker)
-        @pool.replace(worker)
+        @workers.replace(worker)
         error = TimeoutError.new(
           "item #{index} (#{preview(batch.item(index))}) ran longer than the #{@settings.timeout}s timeout on " \
           "#{worker}; the worker was killed and replaced",
@@ -428,13 +429,13 @@ module Herd
       end
 
       # No new batches; workers drop the rest of theirs after the current item.
-      # A disposable pool (Herd.map) ends them instead: nobody needs them.
+      # A one-call pool (Herd.map) ends them instead: nobody needs them.
       def stop!
         @stopping = true
-        @inflight.each_key { |worker| @pool.scoreboard.cancel(worker.number) }
-        return unless @pool.disposable?
+        @inflight.each_key { |worker| @workers.scoreboard.cancel(worker.number) }
+        return unless @workers.one_call?
 
-        @pool.halt(@inflight.keys)
+        @workers.halt(@inflight.keys)
         @inflight.clear
         @queued.clear
       end

@@ -84,21 +84,5 @@ module Herd
         )
       end
     end
-
-    # The options of a pool ({Pool#initialize}).
-    POOL_OPTIONS = PoolSettings.members.freeze
-    # The options of one call (map, each, ...).
-    RUN_OPTIONS = RunSettings.members.freeze
-
-    # Splits one options hash into pool and run options, refusing unknown keys.
-    # @return [Array(Hash, Hash)]
-    def self.split_options(options)
-      unknown = options.keys - POOL_OPTIONS - RUN_OPTIONS
-      unless unknown.empty?
-        raise ArgumentError, "unknown option#{"s" if unknown.size > 1} #{unknown.map(&:inspect).join(", ")}; " \
-          "known: #{(POOL_OPTIONS + RUN_OPTIONS).join(", ")}"
-      end
-      [options.slice(*POOL_OPTIONS), options.slice(*RUN_OPTIONS)]
-    end
   end
 end
