@@ -12,9 +12,9 @@ Gem::Specification.new do |spec|
   spec.license = "MIT"
   spec.required_ruby_version = ">= 3.1"
   spec.files = Dir["lib/**/*.rb", "ext/**/*.{c,rb}", "exe/*", "docs/**/*.md", "README.md", "ARCHITECTURE.md", "CHANGELOG.md", "LICENSE"]
-  # The C fast path of the request parser; optional: without a compiler the
-  # gem installs and parses in Ruby (ext/herd/head_scanner/extconf.rb).
-  spec.extensions = ["ext/herd/head_scanner/extconf.rb"]
+  # herd's C extension; optional: without a compiler the gem installs and
+  # Ruby does its work (ext/herd/native/extconf.rb).
+  spec.extensions = ["ext/herd/native/extconf.rb"]
   spec.bindir = "exe"
   spec.executables = ["herd"]
   spec.require_paths = ["lib"]

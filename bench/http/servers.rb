@@ -39,15 +39,19 @@ module HttpBench
   end
 
   def self.build_extension(ref, dir)
-    source = "ext/herd/head_scanner"
-    return unless system("git cat-file -e #{ref.shellescape}:#{source}/extconf.rb", chdir: ROOT, err: File::NULL)
+    # ext/herd/head_scanner before issue 37 named it for what it is.
+    name = %w[native head_scanner].find do |candidate|
+      system("git cat-file -e #{ref.shellescape}:ext/herd/#{candidate}/extconf.rb", chdir: ROOT, err: File::NULL)
+    end
+    return unless name
 
+    source = "ext/herd/#{name}"
     build = File.join(dir, "build")
     FileUtils.mkdir_p(build)
     ok = system("git archive #{ref.shellescape} ext | tar -x -C #{dir.shellescape}", chdir: ROOT) &&
       system(RbConfig.ruby, File.join(dir, source, "extconf.rb"), chdir: build, out: File::NULL) &&
       system("make", "-s", chdir: build, out: File::NULL)
-    built = Dir[File.join(build, "head_scanner.*")].find { |path| path.end_with?(".#{RbConfig::CONFIG["DLEXT"]}") }
+    built = Dir[File.join(build, "#{name}.*")].find { |path| path.end_with?(".#{RbConfig::CONFIG["DLEXT"]}") }
     abort "bench/http: cannot build herd's C extension at #{ref}" unless ok && built
     FileUtils.cp(built, File.join(dir, "lib", "herd"))
   end

@@ -13,10 +13,10 @@ module Herd
   # Every access is checked against the mapping's size and raises
   # {OutOfBounds} before writing anything outside it. Two implementations
   # with the same methods: {Native} (herd's C extension,
-  # ext/herd/head_scanner/shared_memory.c), an object that owns the mapping
+  # ext/herd/native/shared_memory.c), an object that owns the mapping
   # and unmaps it when collected, which the C scoreboard writes
   # (Cluster::ScoreboardSlots) take instead of an address; and this class,
-  # through Fiddle, where the extension is not built or HERD_HEAD_SCANNER=0.
+  # through Fiddle, where the extension is not built or HERD_C_EXTENSION=0.
   # @api private
   class SharedMemory
     # An access (offset and length) not wholly inside the mapping, or to a

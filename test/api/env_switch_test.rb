@@ -2,6 +2,7 @@
 
 require "test_helper"
 require "herd/env_switch"
+require "herd/extension"
 require "herd/cluster/lean_monitor"
 
 # How every HERD_* on/off switch is read (docs/CONFIGURATION.md,
@@ -33,6 +34,9 @@ class EnvSwitchTest < Herd::Test
     assert_equal "HERD_LEAN_MONITOR=false", lean.ineligible(["serve"], {"HERD_LEAN_MONITOR" => "false"})
     assert_equal "plain preload", lean.ineligible(["serve"], {"HERD_NO_SUBREAPER" => "yes"})
     refute_equal "plain preload", lean.ineligible(["serve"], {"HERD_NO_SUBREAPER" => "0"})
+    skip "herd's C extension is not built (`rake compile`)" unless Herd::Extension.built?
+    assert_equal "HERD_C_EXTENSION=off", Herd::Extension.unused_reason("HERD_C_EXTENSION" => "off")
+    assert_nil Herd::Extension.unused_reason("HERD_C_EXTENSION" => "fasle")
   end
 
   # The one way: no HERD_* variable (by name or by its *_ENV / *SWITCH*

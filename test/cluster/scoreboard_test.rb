@@ -5,7 +5,7 @@ require "herd/cluster/scoreboard"
 
 # The same tests for both mappings: through herd's C extension
 # (SharedMemory::Native) and through Fiddle (the fallback where it is not
-# built or HERD_HEAD_SCANNER=0).
+# built or HERD_C_EXTENSION=0).
 module SharedMemoryBehaviour
   def setup
     skip "herd's C extension is not built (`rake compile`)" if native? && !defined?(Herd::SharedMemory::Native)
@@ -118,14 +118,14 @@ end
 
 class SharedMemoryChoiceTest < Herd::Test
   def test_herd_head_scanner_0_maps_through_fiddle
-    before = ENV["HERD_HEAD_SCANNER"]
-    ENV["HERD_HEAD_SCANNER"] = "0"
+    before = ENV["HERD_C_EXTENSION"]
+    ENV["HERD_C_EXTENSION"] = "0"
     memory = Herd::SharedMemory.allocate_slots(1)
     skip "no mmap here" unless memory
     refute memory.native?
   ensure
     memory&.free
-    ENV["HERD_HEAD_SCANNER"] = before
+    ENV["HERD_C_EXTENSION"] = before
   end
 
   def test_the_extension_maps_when_it_is_used

@@ -34,7 +34,7 @@ class LinuxTest < Herd::Test
     out, err, status = ruby_run(code)
     assert status.success?, err
     assert_equal ["true", native, kill], out.split
-    out, err, status = ruby_run(code, env: {"HERD_HEAD_SCANNER" => "0"})
+    out, err, status = ruby_run(code, env: {"HERD_C_EXTENSION" => "0"})
     assert status.success?, err
     assert_equal ["true", "false", kill], out.split
   end

@@ -173,7 +173,7 @@ class FieldLinesTest < Herd::Test
 
   def test_the_switch_leaves_every_response_to_the_ruby_code
     code = 'require "herd/http"; print Herd::HTTP::ResponseHeaders::FAST_PATH.inspect'
-    out, status = Open3.capture2({"HERD_HEAD_SCANNER" => "0"}, RbConfig.ruby, "-I", File.expand_path("../../lib", __dir__), "-e", code)
+    out, status = Open3.capture2({"HERD_C_EXTENSION" => "0"}, RbConfig.ruby, "-I", File.expand_path("../../lib", __dir__), "-e", code)
     assert status.success?
     assert_equal "nil", out
   end

@@ -165,7 +165,7 @@ class HeadScannerReceiveTest < Herd::Test
   def test_called_before_the_parser_set_it_up_the_scanner_raises_instead_of_crashing
     code = <<~RUBY
       require "socket"
-      require "herd/\#{RbConfig::CONFIG["ruby_version"]}/head_scanner"
+      require "herd/\#{RbConfig::CONFIG["ruby_version"]}/native"
       a, b = UNIXSocket.pair
       a.write("GET / HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n")
       [-> { Herd::HTTP::HeadScanner.receive(b, {}, 8192, 65536, 100) }, -> { Herd::HTTP::HeadScanner.scan("GET / HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n", 100) }].each do |call|

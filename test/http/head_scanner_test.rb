@@ -122,8 +122,8 @@ class HeadScannerTest < Herd::Test
 
   def test_the_switch_and_a_missing_extension_leave_every_head_to_the_ruby_parser
     assert_nil SCANNER.unused_reason({})
-    assert_equal "HERD_HEAD_SCANNER=0", SCANNER.unused_reason("HERD_HEAD_SCANNER" => "0")
-    assert_match(/checked in Ruby: HERD_HEAD_SCANNER=off/, SCANNER.describe("HERD_HEAD_SCANNER" => "off"))
+    assert_equal "HERD_C_EXTENSION=0", SCANNER.unused_reason("HERD_C_EXTENSION" => "0")
+    assert_match(/checked in Ruby: HERD_C_EXTENSION=off/, SCANNER.describe("HERD_C_EXTENSION" => "off"))
     SCANNER.stub(:built?, false) do
       assert_match(/not built .*`rake compile` builds it/, SCANNER.unused_reason({}))
     end

@@ -36,7 +36,7 @@ class CExtensionServerTest < Herd::Test
   end
 
   def test_with_the_extension_switched_off
-    check_server({"HERD_HEAD_SCANNER" => "0"}, "in Ruby: HERD_HEAD_SCANNER=0")
+    check_server({"HERD_C_EXTENSION" => "0"}, "in Ruby: HERD_C_EXTENSION=0")
   end
 
   # What an application sees of a request does not depend on the path
@@ -51,7 +51,7 @@ class CExtensionServerTest < Herd::Test
       ruby_parser: ["GET /env HTTP/1.1\r\nHost: [::1]:80\r\nAccept: a\r\nAccept: b\r\n\r\n"],
       http10: ["GET /env HTTP/1.0\r\n\r\n"]
     }
-    seen = [{}, {"HERD_HEAD_SCANNER" => "0"}].map do |env|
+    seen = [{}, {"HERD_C_EXTENSION" => "0"}].map do |env|
       server = serve(app: APP, config: "workers 1\n", env: env)
       responses = requests.transform_values do |pieces|
         response = JSON.parse(send_in_pieces(server, pieces).split("\r\n\r\n", 2).last)

@@ -20,7 +20,7 @@ class ServerHTTPEmptyLinesSlowTest < Herd::Test
   end
 
   def test_empty_lines_after_a_post_body_keep_the_connection_in_c_and_in_ruby
-    [{}, {"HERD_HEAD_SCANNER" => "0"}].each do |env|
+    [{}, {"HERD_C_EXTENSION" => "0"}].each do |env|
       server = keep_alive_server(env: env)
       socket = connect(server)
       exchanges = [

@@ -54,7 +54,7 @@ class KeepAliveSlowTest < Herd::Test
   end
 
   def test_requests_follow_each_other_on_one_connection_in_c_and_in_ruby
-    [{}, {"HERD_HEAD_SCANNER" => "0"}].each do |env|
+    [{}, {"HERD_C_EXTENSION" => "0"}].each do |env|
       server = keep_alive_server(env: env)
       socket = connect(server)
       bodies = %w[/one /two /three].map do |path|

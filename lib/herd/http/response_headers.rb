@@ -3,7 +3,7 @@
 require "rack/version"
 require_relative "grammar"
 require_relative "errors"
-require_relative "head_scanner"
+require_relative "../extension"
 
 module Herd
   module HTTP
@@ -30,11 +30,11 @@ module Herd
       # per response are checked every time once it is full.
       CHECKED_NAMES = {}
       CHECKED_NAMES_LIMIT = 512
-      # The C fast path ({FieldLines}, built with the head scanner and off
-      # with it): the common headers, set exactly as this class sets them,
+      # The C fast path ({FieldLines}, in herd's C extension and off with
+      # it, {Extension}): the common headers, set exactly as this class sets them,
       # without a regex or a method call per header. It takes nothing it is
       # unsure of, and this class serializes or refuses the rest.
-      FAST_PATH = (FieldLines if !HeadScanner.unused_reason && defined?(FieldLines))
+      FAST_PATH = (FieldLines if Extension.unused_reason.nil? && defined?(FieldLines))
 
       # @return [String] "name: value\r\n" lines
       attr_reader :lines

@@ -36,9 +36,9 @@ module Herd
       # ASCII-only body parts up to this many bytes in all are copied behind the
       # head: one String and one write instead of a gathering write's arguments.
       MAX_COPIED_BODY = 8 * 1024
-      # The send and shutdown of #write_last in C (ext/herd/head_scanner/final_send.c),
-      # with the rest of the C fast path.
-      FINAL_SEND = (FinalSend if ResponseHeaders::FAST_PATH && defined?(FinalSend))
+      # The send and shutdown of #write_last in C (ext/herd/native/final_send.c),
+      # in herd's C extension and off with it ({Extension}).
+      FINAL_SEND = (FinalSend if Extension.unused_reason.nil? && defined?(FinalSend))
       # "HTTP/1.1 200 OK\r\n" for each status, made once.
       STATUS_LINES = Hash.new { |lines, status| lines[status] = "HTTP/1.1 #{status} #{REASONS[status]}\r\n".freeze }
 

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../clock"
+require_relative "../extension"
 require_relative "../low_priority"
 require_relative "access_log"
 require_relative "pending_connections"
@@ -91,12 +92,12 @@ module Herd
       private
 
       # herd's C extension, when built and not switched off
-      # (HERD_HEAD_SCANNER=0): accept on TCP listeners, a connection's first
+      # (HERD_C_EXTENSION=0): accept on TCP listeners, a connection's first
       # read and its head's parse into the env (HeadScanner.receive, from an
       # env template per listener), the scoreboard's writes (the HTTP layer
       # uses its own parts by itself).
       def use_c_extension
-        c_extension = HTTP::HeadScanner.unused_reason.nil?
+        c_extension = Extension.unused_reason.nil?
         @listeners.each { |listener| listener.accept_with(TCPAccept) } if c_extension && defined?(TCPAccept)
         @worker.scoreboard&.write_with(Cluster::ScoreboardSlots) if c_extension && defined?(Cluster::ScoreboardSlots)
         return unless c_extension && HTTP::HeadScanner.respond_to?(:receive)

@@ -7,7 +7,7 @@
  * each step and a large part of what a small Herd.map costs (docs/POOL.md,
  * "Cost per call"). Here it is one C function in a library the parent already
  * loaded. Herd::Linux keeps the Fiddle path where this file is not built, and
- * HERD_HEAD_SCANNER=0 chooses it.
+ * HERD_C_EXTENSION=0 chooses it.
  */
 #include <ruby.h>
 #ifdef HAVE_SYS_PRCTL_H

@@ -6,7 +6,7 @@
  * (scoreboard_slots.c) takes the object, never an address from Ruby, and
  * goes through herd_shared_memory_at, the one bounds check.
  *
- * Where this file is not built, or HERD_HEAD_SCANNER=0, SharedMemory maps
+ * Where this file is not built, or HERD_C_EXTENSION=0, SharedMemory maps
  * through Fiddle and makes the same checks in Ruby;
  * test/server/scoreboard_test.rb runs the same tests against both.
  */

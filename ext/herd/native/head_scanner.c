@@ -313,16 +313,7 @@ static VALUE setup(VALUE self, VALUE request, VALUE method_strings, VALUE v11, V
   return Qnil;
 }
 
-void herd_init_field_lines(VALUE http); /* field_lines.c */
-void herd_init_final_send(VALUE http);  /* final_send.c */
-void herd_init_tcp_accept(VALUE herd);  /* accept.c */
-void herd_init_shared_memory(VALUE herd); /* shared_memory.c */
-void herd_init_scoreboard_slots(VALUE herd); /* scoreboard_slots.c */
-void herd_init_prctl(VALUE herd); /* prctl.c */
-
-void Init_head_scanner(void) {
-  VALUE herd = rb_define_module("Herd");
-  VALUE http = rb_define_module_under(herd, "HTTP");
+void herd_init_head_scanner(VALUE http) {
   VALUE scanner = rb_define_module_under(http, "HeadScanner");
   rb_define_singleton_method(scanner, "scan", scan, 2);
   rb_define_singleton_method(scanner, "setup", setup, 5);
@@ -334,10 +325,4 @@ void Init_head_scanner(void) {
   key_query_string = env_constant("QUERY_STRING");
   key_server_protocol = env_constant("SERVER_PROTOCOL");
   request_class = methods = version_11 = version_10 = empty_query = Qnil;
-  herd_init_field_lines(http);
-  herd_init_final_send(http);
-  herd_init_tcp_accept(herd);
-  herd_init_shared_memory(herd);
-  herd_init_scoreboard_slots(herd);
-  herd_init_prctl(herd);
 }

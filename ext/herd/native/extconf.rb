@@ -1,13 +1,17 @@
 # frozen_string_literal: true
 
-# Builds Herd::HTTP::HeadScanner, the C fast path of the request parser.
-# Optional: where it cannot be built (no compiler, no Ruby headers), a
-# Makefile that builds nothing is written instead, the gem installs, and
-# herd parses every request with its Ruby parser (the reference).
+# Builds herd's C extension (herd/native: the request-head scanner, the
+# response header checks, the final send, accept, the scoreboard's slots,
+# shared memory and prctl). Optional: where it cannot be built (no compiler,
+# no Ruby headers), or with HERD_C_EXTENSION=0 at gem install or
+# `rake compile`, a Makefile that builds nothing is written instead, the gem
+# installs, and herd does all of it in Ruby (and Fiddle), the reference.
 require "mkmf"
+require_relative "../../../lib/herd/env_switch"
 
-if ENV["HERD_NO_EXTENSION"] || !have_header("ruby/encoding.h") || !have_func("rb_enc_interned_str", "ruby/encoding.h")
-  File.write("Makefile", "all install clean:\n\t@echo 'herd: the C head scanner is not built; the Ruby parser serves every request'\n")
+if Herd::EnvSwitch.off?(ENV["HERD_C_EXTENSION"]) || !have_header("ruby/encoding.h") ||
+    !have_func("rb_enc_interned_str", "ruby/encoding.h")
+  File.write("Makefile", "all install clean:\n\t@echo 'herd: the C extension is not built; Ruby does its work'\n")
 else
   have_func("accept4", ["sys/types.h", "sys/socket.h"]) # Linux, the BSDs: Herd::Server::TCPAccept (without it, Ruby's accept)
   # The accept's socket without for_fd's fstat (accept.c): Ruby >= 3.3's function for it, or
@@ -19,5 +23,5 @@ else
   have_func("memmem", "string.h") # HeadScanner.receive, a worker's first read parsed in C (without it, SocketReader)
   have_header("sys/prctl.h") # Linux: Herd::Linux::Native.prctl (without it, Herd::Linux calls prctl through Fiddle)
   $CFLAGS << " -O2 -std=gnu99 -Wall -Wextra -Wno-unused-parameter" # standard:disable Style/GlobalVars -- mkmf reads it
-  create_makefile("herd/head_scanner")
+  create_makefile("herd/native")
 end
