@@ -7,12 +7,15 @@
 #   YJIT_MEM_ENABLE=after_fork    RubyVM::YJIT.enable in each worker's after_fork (the server starts without YJIT)
 #   YJIT_MEM_PROBE_AT=1,2,5,...   requests after which a worker records a probe
 #   YJIT_MEM_PIDFILE=path         the monitor's pidfile
+#   YJIT_MEM_TIMEOUT=N            timeout (the request that reaches YJIT's call threshold on bench/cow's
+#                                 constant app compiles 100,000 methods: longer than the default 30 s on 2 busy cores)
 require_relative "probe"
 
 oob = ENV["YJIT_MEM_OOBGC"]
 out_of_band_gc((oob == "false") ? false : Integer(oob)) if oob && !oob.empty?
 prepare_heap false if ENV["YJIT_MEM_PREPARE"] == "false"
 pidfile ENV["YJIT_MEM_PIDFILE"] if ENV["YJIT_MEM_PIDFILE"]
+timeout Integer(ENV["YJIT_MEM_TIMEOUT"]) if ENV["YJIT_MEM_TIMEOUT"]
 
 probe_at = ENV.fetch("YJIT_MEM_PROBE_AT", "1,2,3,5,10,15,20,30,40,50,75,100").split(",").map { |n| Integer(n) }
 enable_after_fork = ENV["YJIT_MEM_ENABLE"] == "after_fork"
