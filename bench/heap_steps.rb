@@ -210,7 +210,7 @@ markdown = <<~MD
   figures pooled over both children of every run. MiB = 2^20 bytes. Timings are noisy on a shared 2-core machine:
   read the ranges.
 
-  Steps on this Ruby (`Herd::HeapSteps.all`):
+  Steps on this Ruby (`Herd::Heap::Steps.all`):
   #{steps.map { |line| "- #{line}" }.join("\n")}
 
   #{table}

@@ -3,8 +3,8 @@
 require_relative "herd/version"
 require_relative "herd/errors"
 require_relative "herd/heap"
-require_relative "herd/fork_hook"
-require_relative "herd/fork_safety"
+require_relative "herd/fork/hook"
+require_relative "herd/fork/safety"
 require_relative "herd/pool"
 
 # Copy-on-write-friendly multiprocessing for Ruby.

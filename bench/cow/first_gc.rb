@@ -18,7 +18,7 @@ $stdout.sync = true
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
 require "fiddle"
 require "herd/heap"
-require "herd/page_descriptors"
+require "herd/heap/page_descriptors"
 require "herd/memory"
 require_relative "in_process"
 
@@ -28,7 +28,7 @@ page_size = GC::INTERNAL_CONSTANTS.fetch(:HEAP_PAGE_SIZE)
 page_of = ->(object) { Fiddle.dlwrap(object) & ~(page_size - 1) }
 
 if pregrow
-  Herd::Malloc.seal_free_chunks
+  Herd::Heap::Malloc.seal_free_chunks
   target = GC.stat(:heap_allocated_pages) + pregrow
   GC.disable
   placeholders = []
@@ -43,8 +43,8 @@ kept = nil # standard:disable Lint/UselessAssignment
 GC.start
 puts "booted: #{GC.stat(:heap_allocated_pages)} heap pages, #{GC.stat(:count)} GCs"
 puts Herd::Heap.prepare(pack_descriptors: false)
-puts Herd::PageDescriptors.pack unless ENV["PACK"] == "0"
-puts Herd::Malloc.seal_free_chunks
+puts Herd::Heap::PageDescriptors.pack unless ENV["PACK"] == "0"
+puts Herd::Heap::Malloc.seal_free_chunks
 sample = Herd::Memory.sample
 puts format("process: RSS %.1f MiB, PSS %.1f MiB", sample.rss / 1048576.0, sample.pss / 1048576.0)
 

@@ -103,7 +103,7 @@ module CowBench
       - Booting leaves malloc's free chunks all over the mold's heap (55 MiB in 79,000 chunks on the
         constant-cache app). Unless the mold takes them before it forks, every worker's mallocs
         reuse them and copy the shared pages they lie in: about 300 KiB per request on the
-        `measuring` app. herd's mold seals them (`Herd::Malloc.seal_free_chunks`, since 42f1cfc)
+        `measuring` app. herd's mold seals them (`Herd::Heap::Malloc.seal_free_chunks`, since 42f1cfc)
         and gives the whole pages inside back to the kernel; that is also why herd's total can be
         below one warmed process that did not.
       - Reforking is what matters: Puma and Unicorn preloaded keep every worker's copy of what the

@@ -19,10 +19,10 @@ $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
 require "json"
 require "rbconfig"
 require "fiddle"
-require "herd/heap_steps"
+require "herd/heap/steps"
 require_relative "app_heap"
 
-abort "Ruby 3.1 only: #{Herd::PageDescriptors.unsupported}" if Herd::PageDescriptors.unsupported
+abort "Ruby 3.1 only: #{Herd::Heap::PageDescriptors.unsupported}" if Herd::Heap::PageDescriptors.unsupported
 
 PAGE = 4096
 MIB = 1048576.0
@@ -63,10 +63,10 @@ def measure(pack, lambdas)
   app = HeapStepsBench::AppHeap.build(1.0, lambdas: lambdas)
   Herd::Heap.prepare(warmup: false, compact: true, fill_free_slots: true, pack_descriptors: false)
   bodies, before = layout
-  packed = pack ? Herd::PageDescriptors.pack.to_s : "not packed"
+  packed = pack ? Herd::Heap::PageDescriptors.pack.to_s : "not packed"
   _, after = layout
   GC.start(full_mark: false) # the garbage layout made
-  sealed = Herd::Malloc.seal_free_chunks.to_s
+  sealed = Herd::Heap::Malloc.seal_free_chunks.to_s
   reader, writer = IO.pipe
   pid = Process.fork do
     mine = own_pages

@@ -12,7 +12,7 @@ module HeapStepsBench
   # @!attribute base
   #   @return [String, nil] the variant this one adds a step to
   # @!attribute step
-  #   @return [String, nil] the step it adds, as Herd::HeapSteps names it
+  #   @return [String, nil] the step it adds, as Herd::Heap::Steps names it
   Variant = Struct.new(:name, :label, :options, :base, :step, keyword_init: true)
 
   CHAIN = {warmup: false, pack_descriptors: false}.freeze
@@ -49,7 +49,7 @@ module HeapStepsBench
     VARIANTS.find { |variant| variant.name == name }
   end
 
-  # Why a variant cannot run on this Ruby, from Herd::HeapSteps (what herd
+  # Why a variant cannot run on this Ruby, from Herd::Heap::Steps (what herd
   # itself reports), nil when it can.
   # @return [String, nil]
   def unavailable(variant)
@@ -57,6 +57,6 @@ module HeapStepsBench
       return "no Process.warmup before Ruby 3.3 (herd promotes with minor GCs there)"
     end
 
-    variant.step && Herd::HeapSteps.all.find { |step| step.name == variant.step }&.stepped_aside
+    variant.step && Herd::Heap::Steps.all.find { |step| step.name == variant.step }&.stepped_aside
   end
 end

@@ -19,7 +19,7 @@
 
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
 require "json"
-require "herd/heap_steps"
+require "herd/heap/steps"
 require_relative "app_heap"
 require_relative "variants"
 
@@ -128,9 +128,9 @@ StepTimes.wrap(Herd::Heap, :promote, "promotion GCs")
 StepTimes.wrap(Herd::Heap, :warm_up, "Process.warmup")
 StepTimes.wrap(Herd::Heap, :compact!, "GC.compact")
 StepTimes.wrap(Herd::Heap, :fill, "fill_free_slots")
-StepTimes.wrap(Herd::PageDescriptors, :pack, "pack_descriptors")
-StepTimes.wrap(Herd::Malloc, :seal_free_chunks, "seal_malloc")
-StepTimes.wrap(Herd::Malloc, :trim, "trim_malloc")
+StepTimes.wrap(Herd::Heap::PageDescriptors, :pack, "pack_descriptors")
+StepTimes.wrap(Herd::Heap::Malloc, :seal_free_chunks, "seal_malloc")
+StepTimes.wrap(Herd::Heap::Malloc, :trim, "trim_malloc")
 
 created = GC.stat(:total_allocated_objects)
 app = HeapStepsBench::AppHeap.build(scale)
@@ -196,7 +196,7 @@ prepare[:duration] = report&.duration
 
 puts JSON.generate(
   variant: variant.name, ruby: RUBY_DESCRIPTION, yjit: !!(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?),
-  scale: scale, steps: Herd::HeapSteps.all.map(&:to_s), heap: heap, parent_before: before, parent_after: after, prepare: prepare,
+  scale: scale, steps: Herd::Heap::Steps.all.map(&:to_s), heap: heap, parent_before: before, parent_after: after, prepare: prepare,
   children: children.map { |c| c.slice(:exit, :measured, :before_exit, :exit_cost) }
 )
 report&.release

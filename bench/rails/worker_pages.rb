@@ -16,7 +16,7 @@
 PAGE = 4096
 OBJECT_PAGE = 16_384
 SLOT = 40
-START = 32 # struct heap_page's `start` (Herd::PageDescriptors::Layout::START)
+START = 32 # struct heap_page's `start` (Herd::Heap::PageDescriptors::Layout::START)
 
 worker, mold = ARGV.map { |arg| Integer(arg) }
 abort "usage: ruby bench/rails/worker_pages.rb WORKER_PID MOLD_PID" unless worker && mold

@@ -2,10 +2,10 @@
 
 require_relative "clock"
 require_relative "env_switch"
-require_relative "last_compaction"
-require_relative "low_priority"
-require_relative "malloc"
-require_relative "page_descriptors"
+require_relative "heap/last_compaction"
+require_relative "heap/low_priority"
+require_relative "heap/malloc"
+require_relative "heap/page_descriptors"
 
 module Herd
   # Prepares the Ruby heap so that a fork keeps its pages shared.

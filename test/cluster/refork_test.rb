@@ -39,7 +39,7 @@ class ServerReforkTest < Herd::Test
     serve(args: ["-w", "1"], config: "prepare_heap compact: :auto")
     booted = @server.wait_for(/mold \(gen 0\): heap prepared.*/)[0]
     assert_match(/\+ compaction/, booted)
-    assert_match(/; GCs at nice 10, /, booted) unless Herd::LowPriority.unsupported_reason
+    assert_match(/; GCs at nice 10, /, booted) unless Herd::Heap::LowPriority.unsupported_reason
     [1, 2].each do |generation|
       @server.get("/")
       refork_to(generation)
@@ -109,6 +109,23 @@ class ServerReforkTest < Herd::Test
     _, err, status = herd_cli("refork", Process.pid.to_s)
     assert_equal 1, status.exitstatus
     assert_match(/is ".*", not a herd monitor/, err)
+  end
+
+  # Where the workers run YJIT (RUBY_YJIT_ENABLE=1, the matrix's primary
+  # entry), the refork due at 3 requests waits until 4 x 3; without YJIT
+  # nothing waits.
+  def test_refork_yjit_wait_holds_a_scheduled_refork_while_yjit_compiles
+    serve(config: "workers 1\nrefork_after [3]\nrefork_yjit_wait 4\n")
+    3.times { @server.get("/") }
+    if defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?
+      @server.wait_for(/refork due \(3 requests\) waits for YJIT to stop compiling in a worker \(refork_yjit_wait: up to 12 requests\)/)
+      9.times { @server.get("/") }
+      @server.wait_for(/refork \(12 requests\): promoting worker 0 \(gen 0\)/)
+    else
+      @server.wait_for(/refork \(3 requests\): promoting worker 0 \(gen 0\)/)
+      refute(@server.lines.any? { |line| line.include?("waits for YJIT") })
+    end
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/)
   end
 
   def test_refork_after_counts_requests_per_generation

@@ -205,7 +205,7 @@ class ServerRolloutSlowTest < Herd::Test
     assert_match(/200/, @server.get("/").lines.first)
     warm_ups = @server.lines.grep(/worker \d \(gen \d\): warm-up: GET \/ 200/)
     assert_equal 4, warm_ups.size, warm_ups.join
-    niced = Herd::LowPriority.unsupported_reason ? /at the caller's priority/ : /at nice 10$/
+    niced = Herd::Heap::LowPriority.unsupported_reason ? /at the caller's priority/ : /at nice 10$/
     assert_equal 2, warm_ups.grep(/\(gen 1\).*#{niced}/).size, warm_ups.join
     assert_equal 0, warm_ups.grep(/\(gen 0\).*priority|\(gen 0\).*nice/).size, warm_ups.join
   end

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
 module Herd
-  # The heap the page-descriptor tests start from (test/fork/page_descriptors*_test.rb).
+  # The heap the page-descriptor tests start from (test/heap/page_descriptors*_test.rb).
   module GrownHeap
-    SUPPORTED = Herd::PageDescriptors.unsupported.nil?
+    SUPPORTED = Herd::Heap::PageDescriptors.unsupported.nil?
 
     # A heap grown the way an app's grows: object pages added one at a time
     # between mallocs (strings longer than a slot), so that each page's

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
 require_relative "command"
-require_relative "../fork_hook"
+require_relative "../fork/hook"
 require_relative "../memory"
-require_relative "../heap_steps"
+require_relative "../heap/steps"
 
 module Herd
   class CLI
@@ -75,7 +75,7 @@ module Herd
         per_plain = plain.total.private_dirty / plain.rows.size
         per_herd = prepared.total.private_dirty / prepared.rows.size
         @out.puts format("Each child copied %s after a plain fork and %s after herd's fork (%.1fx less; %s).",
-          Memory::Table.humanize(per_plain), Memory::Table.humanize(per_herd), per_plain.to_f / [per_herd, 1].max, HeapSteps.ruby)
+          Memory::Table.humanize(per_plain), Memory::Table.humanize(per_herd), per_plain.to_f / [per_herd, 1].max, Heap::Steps.ruby)
         @out.puts "Measure any process tree the same way: herd mem PID --tree"
       end
     end

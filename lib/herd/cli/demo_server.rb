@@ -5,7 +5,7 @@ require "rbconfig"
 require "socket"
 require_relative "../clock"
 require_relative "../memory"
-require_relative "../heap_steps"
+require_relative "../heap/steps"
 
 module Herd
   class CLI
@@ -33,7 +33,7 @@ module Herd
         after = show("Generation 1: the mold and workers forked from the warmest worker (herd refork / USR2)")
         @out.puts format("Σ PSS of the whole tree: %s before reforking, %s after (%.1fx less; %s).",
           Memory::Table.humanize(before.total.pss), Memory::Table.humanize(after.total.pss), before.total.pss.to_f / after.total.pss,
-          HeapSteps.ruby)
+          Heap::Steps.ruby)
         @out.puts "Measure any server the same way: herd mem MONITOR_PID --tree"
         0
       ensure
@@ -60,7 +60,7 @@ module Herd
         writer.close
         @follower = Thread.new { reader.each_line { |line| @lines << line } }
         @port = Integer(wait_for(/ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/)[1])
-        @out.puts "herd serve started (monitor pid #{@pid}, http://127.0.0.1:#{@port}) on #{HeapSteps.ruby}, demo app: #{APP}", ""
+        @out.puts "herd serve started (monitor pid #{@pid}, http://127.0.0.1:#{@port}) on #{Heap::Steps.ruby}, demo app: #{APP}", ""
       end
 
       def warm(requests, concurrency)

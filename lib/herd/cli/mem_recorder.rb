@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
-require_relative "../control_client"
+require_relative "control_client"
 require_relative "../memory/process_tree"
 require_relative "command"
 

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "command"
-require_relative "../control_client"
+require_relative "control_client"
 require_relative "top_screen"
 
 require_relative "terminal"

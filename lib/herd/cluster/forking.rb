@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require_relative "../fork_hook"
-require_relative "../fork_safety"
+require_relative "../fork/hook"
+require_relative "../fork/safety"
 require_relative "../clock"
 require_relative "../linux"
 require_relative "../process_exit"

@@ -149,7 +149,7 @@ module Herd
       end
 
       # A mold's heap is the template of every worker: age young objects to old,
-      # compact when its lineage has not (`compact: :auto`, {LastCompaction}:
+      # compact when its lineage has not (`compact: :auto`, {Heap::LastCompaction}:
       # compacting a heap that descends from a compacted one writes every
       # page for little) and seal malloc's free chunks last, so that workers'
       # new objects and mallocs land outside the pages they share. Free slots
@@ -158,7 +158,7 @@ module Herd
       # costs, step by step".
       #
       # The GCs run at `prepare_heap nice:` in a thread of their own
-      # ({LowPriority}), so that a mold preparing during a refork takes the
+      # ({Heap::LowPriority}), so that a mold preparing during a refork takes the
       # CPU the serving workers leave (docs/REFORKING.md, "Priority"); the
       # preparation may then take long, so it gets three spawn_timeouts of
       # its own (Deadlines#preparing).

@@ -2,7 +2,7 @@
 
 require_relative "../clock"
 require_relative "../linux"
-require_relative "../malloc"
+require_relative "../heap/malloc"
 require_relative "children"
 require_relative "context"
 require_relative "deadlines"
@@ -136,7 +136,7 @@ module Herd
       # pages back.
       def release_boot_memory
         GC.start
-        Malloc.trim
+        Heap::Malloc.trim
       end
 
       def supervise

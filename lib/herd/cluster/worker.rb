@@ -10,7 +10,7 @@ require_relative "connection_release"
 require_relative "log_files"
 require_relative "late_loads"
 require_relative "../process_exit"
-require_relative "../fork_safety"
+require_relative "../fork/safety"
 
 module Herd
   module Cluster

@@ -2,7 +2,7 @@
 
 require_relative "../clock"
 require_relative "../extension"
-require_relative "../low_priority"
+require_relative "../heap/low_priority"
 require_relative "access_log"
 require_relative "pending_connections"
 
@@ -55,7 +55,7 @@ module Herd
         warmup = @context.config.warmup
         return unless warmup&.workers
 
-        line, outcome = LowPriority.run(surge ? @context.config.heap_nice : nil) { warmup.run(@app) }
+        line, outcome = Heap::LowPriority.run(surge ? @context.config.heap_nice : nil) { warmup.run(@app) }
         outcome ? "#{line} #{outcome}" : line
       end
 

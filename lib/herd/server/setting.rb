@@ -113,9 +113,9 @@ module Herd
           refused = value.key?(:compact) && Heap.compact_refused(value[:compact])
           raise ConfigError, "#{name}: #{refused}" if refused
           nice = value[:nice]
-          return if nice.nil? || nice == 0 || (nice.is_a?(Integer) && LowPriority::RANGE.cover?(nice))
+          return if nice.nil? || nice == 0 || (nice.is_a?(Integer) && Heap::LowPriority::RANGE.cover?(nice))
 
-          raise ConfigError, "#{name}: nice: must be 0 (the mold's own priority) or an Integer in #{LowPriority::RANGE}, got #{nice.inspect}"
+          raise ConfigError, "#{name}: nice: must be 0 (the mold's own priority) or an Integer in #{Heap::LowPriority::RANGE}, got #{nice.inspect}"
         end
       end
     end

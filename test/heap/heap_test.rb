@@ -71,7 +71,7 @@ class HeapTest < Herd::Test
   end
 
   # `compact: :auto` compacts a heap that never was, then not again until
-  # its live objects grew by LastCompaction::GROWTH; a forked child
+  # its live objects grew by Heap::LastCompaction::GROWTH; a forked child
   # inherits the record, as a mold promoted from a worker does.
   def test_auto_compaction_compacts_once_then_when_the_heap_grew
     skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?

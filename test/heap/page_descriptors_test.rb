@@ -13,7 +13,7 @@ class PageDescriptorsTest < Herd::Test
       out, err, status = ruby_run(GROW + <<~RUBY)
         spread_before = spread.call
         copied_before = first_gc.call
-        packed = Herd::PageDescriptors.pack
+        packed = Herd::Heap::PageDescriptors.pack
         p [packed.packed?, packed.moved, packed.descriptors, packed.pages_before, packed.pages_after,
            spread_before, spread.call, copied_before, first_gc.call, packed.to_s]
       RUBY
@@ -29,8 +29,8 @@ class PageDescriptorsTest < Herd::Test
 
     def test_packing_twice_leaves_packed_descriptors_alone
       out, err, status = ruby_run(GROW + <<~RUBY)
-        Herd::PageDescriptors.pack
-        again = Herd::PageDescriptors.pack
+        Herd::Heap::PageDescriptors.pack
+        again = Herd::Heap::PageDescriptors.pack
         p [again.packed?, again.skipped]
       RUBY
       assert status.success?, err
@@ -43,7 +43,7 @@ class PageDescriptorsTest < Herd::Test
       out, err, status = ruby_run(<<~RUBY)
         require "herd"
         thread = Thread.new { sleep }
-        packed = Herd::PageDescriptors.pack
+        packed = Herd::Heap::PageDescriptors.pack
         thread.kill
         p [packed.packed?, packed.to_s]
       RUBY
@@ -55,10 +55,10 @@ class PageDescriptorsTest < Herd::Test
 
     def test_a_plan_that_outgrows_the_pages_kept_writes_nothing
       out, err, status = ruby_run(GROW + <<~RUBY)
-        Herd::PageDescriptors::Relocation.send(:remove_const, :ALLOCATION_BUDGET)
-        Herd::PageDescriptors::Relocation.const_set(:ALLOCATION_BUDGET, 0)
+        Herd::Heap::PageDescriptors::Relocation.send(:remove_const, :ALLOCATION_BUDGET)
+        Herd::Heap::PageDescriptors::Relocation.const_set(:ALLOCATION_BUDGET, 0)
         before = spread.call
-        packed = Herd::PageDescriptors.pack
+        packed = Herd::Heap::PageDescriptors.pack
         after = spread.call
         GC.start
         GC.compact
@@ -91,19 +91,19 @@ class PageDescriptorsTest < Herd::Test
         GC.disable # young for sure, so that the preparation has work to do
         $young = Array.new(100_000) { [] }
         GC.enable
-        packed = Herd::PageDescriptors.pack
+        packed = Herd::Heap::PageDescriptors.pack
         p [packed.packed?, packed.skipped, Herd::Heap.prepare(warmup: false).to_s]
       RUBY
       assert status.success?, err
       packed, reason, line = eval(out) # standard:disable Security/Eval
       refute packed
-      assert_equal Herd::PageDescriptors.unsupported, reason
+      assert_equal Herd::Heap::PageDescriptors.unsupported, reason
       assert_includes line, "GC page descriptors left in place: #{reason}"
     end
   end
 
   def test_report_says_why_nothing_moved
-    report = Herd::PageDescriptors::Packed.new(descriptors: 0, moved: 0, pages_before: 0, pages_after: 0, skipped: "2 other threads alive", duration: 0.001)
+    report = Herd::Heap::PageDescriptors::Packed.new(descriptors: 0, moved: 0, pages_before: 0, pages_after: 0, skipped: "2 other threads alive", duration: 0.001)
     refute report.packed?
     assert_equal "GC page descriptors left in place: 2 other threads alive", report.to_s
   end

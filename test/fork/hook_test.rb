@@ -122,7 +122,7 @@ class ForkHookTest < Herd::Test
   def test_a_raising_before_fork_callback_aborts_the_fork_with_a_clear_error
     Herd.before_fork { raise ArgumentError, "database not ready" }
     error = assert_raises(Herd::ForkCallbackError) { fork { exit!(0) } }
-    assert_match(/before_fork callback at .*fork_hook_test\.rb:\d+ raised ArgumentError: database not ready/, error.message)
+    assert_match(/before_fork callback at .*hook_test\.rb:\d+ raised ArgumentError: database not ready/, error.message)
     assert_match(/fork was not performed/, error.message)
     assert_raises(Errno::ECHILD) { Process.wait }
   end

@@ -3,7 +3,7 @@
 require "test_helper"
 
 class MallocTest < Herd::Test
-  GLIBC = RUBY_PLATFORM.include?("linux") && Herd::Malloc.available?
+  GLIBC = RUBY_PLATFORM.include?("linux") && Herd::Heap::Malloc.available?
 
   # What every script below starts with: herd, and malloc/free from libc.
   LIBC_PRELUDE = <<~RUBY
@@ -22,7 +22,7 @@ class MallocTest < Herd::Test
     blocks = Array.new(3000) { malloc.call(1000) }
     $tail = Array.new(4) { malloc.call(100_000) }
     freed = blocks.each_slice(2).map { |block, _kept| free.call(block); block }
-    sealed = Herd::Malloc.seal_free_chunks
+    sealed = Herd::Heap::Malloc.seal_free_chunks
     fresh = Array.new(200) { malloc.call(1000) }
     p [sealed.chunks, sealed.bytes, sealed.released, (fresh & freed).size, sealed.to_s]
   RUBY
@@ -48,7 +48,7 @@ class MallocTest < Herd::Test
       blocks = Array.new(64) { block = malloc.call(100_000); memset.call(block, 1, 100_000); malloc.call(100_000); block }
       $tail = Array.new(4) { malloc.call(100_000) }
       blocks.each { |block| free.call(block) }
-      p Herd::Malloc.seal_free_chunks.released
+      p Herd::Heap::Malloc.seal_free_chunks.released
     RUBY
     assert status.success?, err
     # Ruby's own mallocs between the frees and the seal may take a few of
@@ -65,7 +65,7 @@ class MallocTest < Herd::Test
     small = Array.new(2000) { block = malloc.call(32); big = malloc.call(4064); memset.call(big, 1, 4064); block }
     $tail = Array.new(4) { malloc.call(100_000) }
     small.each { |block| free.call(block) }
-    Herd::Malloc.seal_free_chunks if ARGV.first == "seal"
+    Herd::Heap::Malloc.seal_free_chunks if ARGV.first == "seal"
     dirty = -> { File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\\s+(\\d+)/, 1].to_i }
     reader, writer = IO.pipe
     pid = fork do
@@ -96,7 +96,7 @@ class MallocTest < Herd::Test
       $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s }
       $strings = nil
       GC.start
-      p Herd::Malloc.trim
+      p Herd::Heap::Malloc.trim
     RUBY
     assert status.success?, err
     assert_equal "true", out.strip
@@ -111,7 +111,7 @@ class MallocTest < Herd::Test
       p [plain.sealed, sealed.sealed.class.name, sealed.to_s.include?("malloc free chunks sealed")]
     RUBY
     assert status.success?, err
-    assert_equal [nil, "Herd::Malloc::Sealed", true], eval(out) # standard:disable Security/Eval
+    assert_equal [nil, "Herd::Heap::Malloc::Sealed", true], eval(out) # standard:disable Security/Eval
   end
 
   # Trimming leaves the free chunks to malloc (a child's mallocs may fill
@@ -128,15 +128,15 @@ class MallocTest < Herd::Test
          both.trimmed, both.sealed.class.name]
     RUBY
     assert status.success?, err
-    assert_equal [true, nil, true, false, "Herd::Malloc::Sealed"], eval(out) # standard:disable Security/Eval
+    assert_equal [true, nil, true, false, "Herd::Heap::Malloc::Sealed"], eval(out) # standard:disable Security/Eval
   end
 
   def test_does_nothing_without_glibc
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
-      Herd::Malloc.instance_variable_set(:@functions, nil)
-      sealed = Herd::Malloc.seal_free_chunks
-      p [Herd::Malloc.available?, sealed.chunks, sealed.to_s, sealed.unseal, Herd::Malloc.trim]
+      Herd::Heap::Malloc.instance_variable_set(:@functions, nil)
+      sealed = Herd::Heap::Malloc.seal_free_chunks
+      p [Herd::Heap::Malloc.available?, sealed.chunks, sealed.to_s, sealed.unseal, Herd::Heap::Malloc.trim]
     RUBY
     assert status.success?, err
     assert_equal [false, 0, "malloc's free chunks left alone: malloc is not glibc's", 0, false], eval(out) # standard:disable Security/Eval

@@ -4,7 +4,7 @@ require "test_helper"
 
 # HERD_HEAP_INTERNALS=0, and reports that say why herd stepped aside.
 class HeapInternalsTest < Herd::Test
-  GLIBC = Herd::Malloc.available?
+  GLIBC = Herd::Heap::Malloc.available?
   OTHER_ALLOCATOR = Dir["/usr/lib/x86_64-linux-gnu/lib{jemalloc,tcmalloc_minimal,tcmalloc}.so.*"].min
 
   def test_the_switch_reads_as_herd_prepare_heap_does
@@ -37,8 +37,8 @@ class HeapInternalsTest < Herd::Test
   def test_without_glibc_the_report_says_why_nothing_was_sealed
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
-      Herd::Malloc.instance_variable_set(:@functions, nil)
-      Herd::Malloc.instance_variable_set(:@unsupported, "malloc is not glibc's (stubbed)")
+      Herd::Heap::Malloc.instance_variable_set(:@functions, nil)
+      Herd::Heap::Malloc.instance_variable_set(:@unsupported, "malloc is not glibc's (stubbed)")
       GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
       GC.enable
@@ -58,7 +58,7 @@ class HeapInternalsTest < Herd::Test
       $young = Array.new(100_000) { [] }
       GC.enable
       report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
-      p [Herd::Malloc.available?, report.to_s, Herd.map([1, 2], processes: 2) { |i| i + 1 }]
+      p [Herd::Heap::Malloc.available?, report.to_s, Herd.map([1, 2], processes: 2) { |i| i + 1 }]
     RUBY
     assert status.success?, err
     available, line, mapped = eval(out) # standard:disable Security/Eval
@@ -80,7 +80,7 @@ class HeapInternalsTest < Herd::Test
       thread.kill
     RUBY
     assert status.success?, err
-    reason = Herd::PageDescriptors.unsupported || "1 other thread alive"
+    reason = Herd::Heap::PageDescriptors.unsupported || "1 other thread alive"
     assert_includes out, "GC page descriptors left in place: #{reason}"
   end
 

@@ -13,7 +13,7 @@ class PageDescriptorsSlowTest < Herd::Test
   if SUPPORTED
     def test_the_gc_works_on_after_packing
       out, err, status = ruby_run(GROW + <<~RUBY)
-        raise "not packed" unless Herd::PageDescriptors.pack.packed?
+        raise "not packed" unless Herd::Heap::PageDescriptors.pack.packed?
         counted = ObjectSpace.each_object(String).count
         GC.start
         GC.compact
@@ -42,7 +42,7 @@ class PageDescriptorsSlowTest < Herd::Test
     # set, the counters) after packing, after a GC, and in a forked child.
     def test_the_heap_passes_gc_verify_internal_consistency_after_packing
       out, err, status = ruby_run(GROW + <<~RUBY)
-        raise "not packed" unless Herd::PageDescriptors.pack.packed?
+        raise "not packed" unless Herd::Heap::PageDescriptors.pack.packed?
         GC.verify_internal_consistency
         pid = fork do
           GC.verify_internal_consistency

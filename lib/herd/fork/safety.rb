@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "monitor"
-require_relative "fork_hook"
+require_relative "hook"
 
 module Herd
   # What an application tells herd about forking, and the tools to make a
