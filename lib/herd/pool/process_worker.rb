@@ -2,7 +2,7 @@
 
 require_relative "channel"
 require_relative "../linux"
-require_relative "../fork_hook"
+require_relative "../fork/hook"
 require_relative "../process_exit"
 require_relative "process_transport"
 require_relative "worker_loop"
