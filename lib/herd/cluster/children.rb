@@ -11,7 +11,7 @@ module Herd
     # worker a surge replacement stops once it is ready ({Rollout}).
     # `killed`: why {Deadlines} sent it SIGKILL (:timeout, :spawn_timeout).
     Child = Struct.new(:role, :number, :generation, :pid, :link, :state, :spawned_at, :busy_since, :busy_with,
-      :requests, :fork_unsafe, :spawn_budget, :slot, :replaces, :killed, keyword_init: true) do
+      :requests, :fork_unsafe, :spawn_budget, :slot, :replaces, :killed, :jit_settled, keyword_init: true) do
       def worker?
         role == :worker
       end

@@ -232,6 +232,7 @@ module Herd
           @children.signal(child, :QUIT) if child.worker? && child.state == :stopping
         when Protocol::Ready then on_ready(child)
         when Protocol::Preparing then @deadlines.preparing(child)
+        when Protocol::JIT then child.jit_settled = message.settled
         when Protocol::Busy
           child.busy_since = Clock.now
           child.busy_with = message.label

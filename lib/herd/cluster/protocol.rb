@@ -43,6 +43,9 @@ module Herd
       class Preparing < Bare; end
       # A mold's app did not load (`error`: its class and message); the child exits next.
       BootFailed = Struct.new(:error)
+      # A worker's YJIT stopped compiling (`settled` true) or compiles again
+      # (false); sent by a worker with YJIT on, first with `ready`.
+      JIT = Struct.new(:settled)
       # A worker without a scoreboard slot started a request (`label`: its request line).
       Busy = Struct.new(:label)
       # A worker without a scoreboard slot finished one (`requests`: served so far).
@@ -55,7 +58,7 @@ module Herd
       # What the monitor sends.
       FROM_MONITOR = [SpawnWorker, Promote, Stop, ReopenLogs].freeze
       # What a mold or a worker sends.
-      FROM_CHILD = [Hello, Ready, Preparing, BootFailed, Busy, Idle, ForkUnsafe, PromotionRefused].freeze
+      FROM_CHILD = [Hello, Ready, Preparing, BootFailed, JIT, Busy, Idle, ForkUnsafe, PromotionRefused].freeze
 
       # @return [Array<Class>] every message
       def self.messages

@@ -89,7 +89,10 @@ module Herd
         threshold = schedule[[@reforks_since_boot, schedule.size - 1].min]
         busiest = current_workers.max_by { |child| @workload.requests(child) }
         count = busiest && @workload.requests(busiest)
-        refork("#{count} requests") if count && count >= threshold
+        return unless count && count >= threshold
+        return if waits_for_jit?(count, threshold)
+
+        refork("#{count} requests")
       end
 
       # @return [Boolean] whether a promotion was asked for
@@ -241,7 +244,7 @@ module Herd
       #   (most requests served, fewest failed promotions)
       def promotion_candidates
         @children.workers.select { |child| child.ready? && !child.fork_unsafe && child.generation >= @booted_generation }
-          .sort_by { |child| [@failures_by_candidate[child.pid], -@workload.requests(child)] }
+          .sort_by { |child| [@failures_by_candidate[child.pid], (child.jit_settled == false) ? 1 : 0, -@workload.requests(child)] }
       end
 
       private
@@ -292,6 +295,22 @@ module Herd
         return "#{surge} at a time, each forked before the worker it replaces stops" if unavailable.zero?
 
         "#{surge} forked ahead and #{unavailable} out of service at a time"
+      end
+
+      # With `refork_yjit_wait N`, a refork on schedule waits while YJIT
+      # still compiles in every candidate (JITWatch), up to N times the
+      # schedule's count: an app whose YJIT never settles still reforks.
+      def waits_for_jit?(count, threshold)
+        factor = config.refork_yjit_wait or return false
+        candidates = promotion_candidates
+        return false if candidates.empty? || candidates.first.jit_settled != false || count >= threshold * factor
+
+        unless @jit_wait_logged == @generation
+          @jit_wait_logged = @generation
+          log("refork due (#{count} requests) waits for YJIT to stop compiling in a worker " \
+            "(refork_yjit_wait: up to #{threshold * factor} requests)")
+        end
+        true
       end
 
       def promote(candidate, reason)

@@ -9,6 +9,7 @@ require_relative "child_signals"
 require_relative "connection_release"
 require_relative "log_files"
 require_relative "late_loads"
+require_relative "jit_watch"
 require_relative "../process_exit"
 require_relative "../fork/safety"
 
@@ -63,7 +64,9 @@ module Herd
         @gc = (OutOfBandGC.new(config.out_of_band_gc) if config.out_of_band_gc)
         @late_loads = LateLoads.new
         warm_up
+        @jit = JITWatch.start
         @signals.serving!
+        @link.send_message(Protocol::JIT.new(false)) if @jit
         @link.send_message(Protocol::Ready.new)
         @late_loads.excluding { hooks.run(:after_worker_ready, log, role, @context, @info) }
         @loop.run
@@ -135,6 +138,7 @@ module Herd
         hooks.run(:after_request_complete, log, role, @context, @info, exchange) if @request_hooks
         out_of_band_gc if @gc
         report_late_loads if @late_loads
+        report_jit if @jit
       end
 
       private
@@ -164,6 +168,11 @@ module Herd
           "left Ruby's next GC a major one " \
           "(the heap's free slots are under RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO; docs/CONFIGURATION.md, out_of_band_gc)")
         @gc = nil
+      end
+
+      def report_jit
+        settled = @jit.after_request(@info.requests)
+        @link.send_message(Protocol::JIT.new(settled)) unless settled.nil?
       end
 
       def report_late_loads

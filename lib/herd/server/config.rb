@@ -61,6 +61,8 @@ module Herd
       setting :spawn_timeout, 30, SettingChecks.seconds
       setting :shutdown_timeout, 30, SettingChecks.seconds
       setting :refork_after, false, SettingChecks.schedule
+      # false, or how many times refork_after's count a refork waits for YJIT to settle (Cluster::JITWatch)
+      setting :refork_yjit_wait, false, SettingChecks.off_or_count("times refork_after's count", "4")
       # nil: 0 with a surge, 1 without (#rollout_max_unavailable)
       setting :rollout_max_unavailable, nil, SettingChecks.whole(0), reader: false
       setting :rollout_max_surge, 1, SettingChecks.whole(0)
