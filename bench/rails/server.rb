@@ -54,7 +54,12 @@ module RailsBench
     herd("herd-min_ratio20", env: {"RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20"},
       description: "Ruby's own RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO (0.20), which herd lowers to 0.10 on Ruby 3.4"),
     herd("herd-yjit_cold", env: {"RUBYOPT" => "--yjit-cold-threshold=1000000000"},
-      description: "YJIT compiles every method once called 30 times, however late (--yjit-cold-threshold=1000000000)"),
+      description: "YJIT compiles every method once past its call threshold (120 calls past 40,000 ISEQs, as in the Rails 8 app), " \
+        "however late (--yjit-cold-threshold=1000000000)"),
+    herd("herd-yjit_wait", "refork_yjit_wait 4",
+      description: "refork_yjit_wait 4 (a refork due waits, up to 4 x the count, for a worker whose YJIT stopped compiling)"),
+    herd("herd-yjit_cold_wait", "refork_yjit_wait 4", env: {"RUBYOPT" => "--yjit-cold-threshold=1000000000"},
+      description: "refork_yjit_wait 4 and --yjit-cold-threshold=1000000000"),
     herd("herd-oobgc20k", "out_of_band_gc 20_000"),
     herd("herd-oobgc10k", "out_of_band_gc 10_000"),
     herd("herd-oobgc5k", "out_of_band_gc 5_000"),
