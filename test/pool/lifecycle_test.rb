@@ -68,7 +68,7 @@ class PoolLifecycleTest < Herd::Test
   # The workers sleep inside the job: only PR_SET_PDEATHSIG ends them, set
   # through the C extension where it is built and through Fiddle without it.
   def test_sigkill_of_the_parent_leaves_no_worker_behind
-    [{}, {"HERD_HEAD_SCANNER" => "0"}].each do |env|
+    [{}, {"HERD_C_EXTENSION" => "0"}].each do |env|
       with_stuck_parent(env: env) do |pid, workers, _|
         Process.kill(:KILL, pid)
         Process.wait(pid)
