@@ -2,7 +2,7 @@
 
 require "test_helper"
 
-# Which item a dead worker was on: the scoreboard's word, read before the
+# Which item a dead worker was on: the item_board's word, read before the
 # slot is handed to the replacement (which marks it idle).
 class PoolCulpritTest < Herd::Test
   def test_worker_died_names_the_item_that_killed_it_wherever_it_is_in_its_batch

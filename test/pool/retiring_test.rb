@@ -28,7 +28,7 @@ class PoolRetiringTest < Herd::Test
 
   def loop_with(transport)
     Herd::Pool::WorkerLoop.new(job: ->(item) { item * 10 }, transport: transport,
-      scoreboard: Herd::Pool::Scoreboard.new(1, shared: false), slot: 0, resolver: ->(index) { index + 1 })
+      item_board: Herd::Pool::ItemBoard.new(1, shared: false), slot: 0, resolver: ->(index) { index + 1 })
   end
 
   def test_a_worker_loop_runs_the_batch_it_was_forked_with_before_reading_anything

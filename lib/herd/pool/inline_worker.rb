@@ -41,7 +41,7 @@ module Herd
       def send_batch(message)
         previous = Thread.current[:herd_worker_number]
         Thread.current[:herd_worker_number] = @number
-        WorkerLoop.new(job: @setup.job, transport: self, scoreboard: @setup.scoreboard, slot: @number,
+        WorkerLoop.new(job: @setup.job, transport: self, item_board: @setup.item_board, slot: @number,
           resolver: @setup.resolver, item_timeout: @item_timeout).run_batch(*message[1, 5])
         true
       ensure

@@ -24,7 +24,7 @@ module Herd
       # Made once: a proc made in each child is one more object on a shared page.
       TERM_HANDLER = proc { ProcessExit.now(TERM_STATUS) }
 
-      # @return [Integer] the worker's number, also its scoreboard slot
+      # @return [Integer] the worker's number, also its slot on the item board
       attr_reader :number
       # @return [Integer, nil]
       attr_reader :pid
@@ -54,7 +54,7 @@ module Herd
         # Made here too: every object a new worker makes lands on a page it
         # shares with this process, and copies it.
         transport = ProcessTransport.new(child_end)
-        worker_loop = WorkerLoop.new(job: @setup.job, transport: transport, scoreboard: @setup.scoreboard,
+        worker_loop = WorkerLoop.new(job: @setup.job, transport: transport, item_board: @setup.item_board,
           slot: @number, resolver: @setup.resolver)
         # A signal landing in the child before its handlers are set would raise
         # out of Process.fork and run the parent's code in the child: defer

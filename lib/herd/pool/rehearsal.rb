@@ -2,7 +2,7 @@
 
 require_relative "channel"
 require_relative "../process_exit"
-require_relative "scoreboard"
+require_relative "item_board"
 require_relative "worker_loop"
 require_relative "process_transport"
 
@@ -39,9 +39,9 @@ module Herd
       # What a worker does with its first batch, where only this process sees it.
       def run
         parent_end, child_end = Channel.pair
-        scoreboard = Scoreboard.new(1, shared: true)
+        item_board = ItemBoard.new(1, shared: true)
         parent_end.send_message(NEXT) # a few bytes: the socket holds them
-        WorkerLoop.new(job: JOB, transport: ProcessTransport.new(child_end), scoreboard: scoreboard, slot: 0,
+        WorkerLoop.new(job: JOB, transport: ProcessTransport.new(child_end), item_board: item_board, slot: 0,
           resolver: JOB).run(FIRST)
         parent_end.read_ready
         # Ruby's fork flushes them too: nothing changes but the caches.
@@ -49,7 +49,7 @@ module Herd
       ensure
         parent_end&.close
         child_end&.close
-        scoreboard&.free
+        item_board&.free
       end
     end
   end

@@ -18,7 +18,7 @@ module Herd
     # hands them their batches, and replaces or ends the ones the run is done with.
     # @api private
     class Run
-      # How often to look at the scoreboard when items have a timeout, and how
+      # How often to look at the item_board when items have a timeout, and how
       # often to poll an empty Queue source.
       TICK = 0.05
       # Otherwise: only to catch a death no EOF reports. Waking the parent
@@ -213,8 +213,8 @@ module Herd
 
       def hand_out(worker, pairs, last, queued: false)
         message = batch_message(pairs, last)
-        # The scoreboard's count is what a timeout watches; nothing else reads it.
-        seen = @settings.timeout ? @workers.scoreboard.started(worker.number) : 0
+        # The item_board's count is what a timeout watches; nothing else reads it.
+        seen = @settings.timeout ? @workers.item_board.started(worker.number) : 0
         (queued ? @queued : @inflight)[worker] = Batch.new(pairs, Clock.now, seen)
         @workers.dispatch(worker, message) || worker_died(worker)
       end
@@ -345,14 +345,14 @@ module Herd
         @source.retry(queued.pairs) if queued && !@stopping
       end
 
-      # The item the scoreboard names, if this batch still owes its answer (a
+      # The item the item_board names, if this batch still owes its answer (a
       # worker that died before starting an item left the slot idle, one that
       # died after answering left its last item there); else the first
       # unanswered one.
       def culprit(worker, batch)
         return nil unless batch
 
-        index = @workers.scoreboard.current_item(worker.number)
+        index = @workers.item_board.current_item(worker.number)
         return index if index && batch.unanswered.any? { |pair| pair.first == index }
 
         batch.unanswered.first&.first
@@ -372,11 +372,11 @@ module Herd
       end
 
       def check_timeout(worker, batch)
-        started = @workers.scoreboard.started(worker.number)
+        started = @workers.item_board.started(worker.number)
         if started != batch.seen_started
           batch.seen_started = started
           batch.progress_at = Clock.now
-        elsif Clock.now - batch.progress_at > @settings.timeout && (index = @workers.scoreboard.current_item(worker.number))
+        elsif Clock.now - batch.progress_at > @settings.timeout && (index = @workers.item_board.current_item(worker.number))
           timed_out(worker, batch, index)
         end
       end
@@ -432,7 +432,7 @@ module Herd
       # A one-call pool (Herd.map) ends them instead: nobody needs them.
       def stop!
         @stopping = true
-        @inflight.each_key { |worker| @workers.scoreboard.cancel(worker.number) }
+        @inflight.each_key { |worker| @workers.item_board.cancel(worker.number) }
         return unless @workers.one_call?
 
         @workers.halt(@inflight.keys)

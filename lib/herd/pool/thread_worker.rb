@@ -131,7 +131,7 @@ module Herd
 
       def serve(transport, doorbell)
         Thread.current[:herd_worker_number] = @number
-        WorkerLoop.new(job: @setup.job, transport: transport, scoreboard: @setup.scoreboard,
+        WorkerLoop.new(job: @setup.job, transport: transport, item_board: @setup.item_board,
           slot: @number, resolver: @setup.resolver).run
       ensure
         transport.ring

@@ -22,14 +22,14 @@ module Herd
       TIMEOUT_MESSAGE = "herd item timeout"
       # @param job [#call] the pool's job, called with (item) or (item, index)
       # @param transport [#receive, #deliver]
-      # @param scoreboard [Scoreboard]
-      # @param slot [Integer] this worker's place on the scoreboard
+      # @param item_board [ItemBoard]
+      # @param slot [Integer] this worker's place on the item_board
       # @param resolver [#call, nil] index -> item, when items travel as indices
       # @param item_timeout [Numeric, nil] enforce timeouts here (inline runs only)
-      def initialize(job:, transport:, scoreboard:, slot:, resolver: nil, item_timeout: nil)
+      def initialize(job:, transport:, item_board:, slot:, resolver: nil, item_timeout: nil)
         @job = job
         @transport = transport
-        @scoreboard = scoreboard
+        @item_board = item_board
         @slot = slot
         @resolver = resolver
         @item_timeout = item_timeout
@@ -57,9 +57,9 @@ module Herd
         items ||= indices.map { |index| @resolver.call(index) }
         entries = []
         indices.each_with_index do |index, position|
-          break if @scoreboard.cancelled?(@slot)
+          break if @item_board.cancelled?(@slot)
 
-          @scoreboard.start_item(@slot, index)
+          @item_board.start_item(@slot, index)
           entry = run_item(items[position], index, with_index)
           entries << entry
           break unless entry[1] == :ok
@@ -70,7 +70,7 @@ module Herd
           end
         end
       ensure
-        @scoreboard.idle(@slot)
+        @item_board.idle(@slot)
         @transport.deliver([:results, run_id, entries, true, Clock.now - started]) if entries
       end
 

@@ -5,16 +5,16 @@ require_relative "../process_exit"
 module Herd
   class Pool
     # What every worker of one pool shares: the job, where items come from,
-    # the scoreboard, and what to run when a worker starts and ends.
+    # the item_board, and what to run when a worker starts and ends.
     # @api private
     class WorkerSetup
-      attr_reader :job, :resolver, :scoreboard
+      attr_reader :job, :resolver, :item_board
 
       # @param after_fork [#call, nil] run in each new worker with its number
       # @param run_at_exit [Boolean] let worker processes run at_exit hooks
-      def initialize(job:, scoreboard:, resolver: nil, after_fork: nil, run_at_exit: false)
+      def initialize(job:, item_board:, resolver: nil, after_fork: nil, run_at_exit: false)
         @job = job
-        @scoreboard = scoreboard
+        @item_board = item_board
         @resolver = resolver
         @after_fork = after_fork
         @run_at_exit = run_at_exit

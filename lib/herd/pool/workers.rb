@@ -4,7 +4,7 @@ require_relative "../heap"
 require_relative "../clock"
 require_relative "../cpu"
 require_relative "settings"
-require_relative "scoreboard"
+require_relative "item_board"
 require_relative "heap_policy"
 require_relative "worker_setup"
 require_relative "process_worker"
@@ -73,8 +73,8 @@ module Herd
         end
       end
 
-      # @return [Scoreboard]
-      attr_reader :scoreboard
+      # @return [ItemBoard]
+      attr_reader :item_board
 
       # @param settings [PoolSettings]
       # @param job [#call] run in the workers with (item) or (item, index)
@@ -84,8 +84,8 @@ module Herd
         @settings = settings
         @one_call = one_call
         @owner = Process.pid
-        @scoreboard = Scoreboard.new(size, shared: kind == :process)
-        @setup = WorkerSetup.new(job: job, scoreboard: @scoreboard, resolver: resolver,
+        @item_board = ItemBoard.new(size, shared: kind == :process)
+        @setup = WorkerSetup.new(job: job, item_board: @item_board, resolver: resolver,
           after_fork: settings.after_fork, run_at_exit: settings.run_at_exit)
         @served = Array.new(size, 0)
         @list = []
@@ -136,7 +136,7 @@ module Herd
       # inline workers enforce the call's timeout themselves.
       # @param timeout [Numeric, nil] the call's timeout:
       def begin_call(timeout)
-        size.times { |slot| @scoreboard.cancel(slot, false) }
+        size.times { |slot| @item_board.cancel(slot, false) }
         @list.each { |worker| worker.item_timeout = timeout } if kind == :inline
       end
 
@@ -200,8 +200,8 @@ module Herd
 
         worker.reap
         @served[worker.number] = 0
-        @scoreboard.idle(worker.number)
-        @scoreboard.cancel(worker.number, false)
+        @item_board.idle(worker.number)
+        @item_board.cancel(worker.number, false)
         spawn(worker.number)
       end
 
@@ -328,9 +328,9 @@ module Herd
 
       # Flags first: an interrupted free is leaked, never freed twice.
       def free_once
-        unless @scoreboard_freed
-          @scoreboard_freed = true
-          @scoreboard.free
+        unless @item_board_freed
+          @item_board_freed = true
+          @item_board.free
         end
         release_heap
       end

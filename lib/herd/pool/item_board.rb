@@ -12,7 +12,7 @@ module Herd
     # which item a worker was on after the worker died. Threads (and systems
     # without mmap) use an ordinary array: same interface.
     # @api private
-    class Scoreboard
+    class ItemBoard
       FIELDS = 3 # current item index (-1: idle), items started, cancel flag
       IDLE = -1
 
