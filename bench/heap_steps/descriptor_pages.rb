@@ -61,7 +61,7 @@ end
 
 def measure(pack, lambdas)
   app = HeapStepsBench::AppHeap.build(1.0, lambdas: lambdas)
-  Herd::Heap.prepare(warmup: false, compact: true, fill_free_slots: true, pack_descriptors: false)
+  Herd::Heap.prepare(process_warmup: false, compact: true, fill_free_slots: true, pack_descriptors: false)
   bodies, before = layout
   packed = pack ? Herd::Heap::PageDescriptors.pack.to_s : "not packed"
   _, after = layout

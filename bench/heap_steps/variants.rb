@@ -15,7 +15,7 @@ module HeapStepsBench
   #   @return [String, nil] the step it adds, as Herd::Heap::Steps names it
   Variant = Struct.new(:name, :label, :options, :base, :step, keyword_init: true)
 
-  CHAIN = {warmup: false, pack_descriptors: false}.freeze
+  CHAIN = {process_warmup: false, pack_descriptors: false}.freeze
 
   VARIANTS = [
     Variant.new(name: "plain", label: "plain fork (no preparation)", options: nil),
@@ -23,7 +23,7 @@ module HeapStepsBench
       step: "aging"),
     Variant.new(name: "promote-fill", label: "promotion + fill_free_slots, no compaction",
       options: CHAIN.merge(compact: false, fill_free_slots: true), base: "promote", step: "free-slot filling"),
-    Variant.new(name: "warmup", label: "Process.warmup", options: {warmup: true, compact: false, pack_descriptors: false},
+    Variant.new(name: "warmup", label: "Process.warmup", options: {process_warmup: true, compact: false, pack_descriptors: false},
       base: "plain", step: "aging"),
     Variant.new(name: "compact", label: "promotion + compaction", options: CHAIN.merge(compact: true), base: "promote",
       step: "compaction"),

@@ -123,7 +123,7 @@ module Herd
     INTERNALS_ENV = "HERD_HEAP_INTERNALS"
 
     # The keywords of {Heap.prepare}.
-    OPTIONS = %i[compact warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio nice].freeze
+    OPTIONS = %i[compact process_warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio nice].freeze
 
     # Free slots {Heap.prepare} leaves unfilled whatever their page. Filling
     # every one, the few objects made meanwhile took a new heap page at
@@ -161,7 +161,7 @@ module Herd
       #   from another's child, as a reforking server's molds are. Where
       #   `Process.warmup` exists (it compacts), `:auto` calls it only when
       #   compacting is due, and ages objects with GCs otherwise. nil is false
-      # @param warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
+      # @param process_warmup [Boolean] use `Process.warmup` where it exists (Ruby >= 3.3)
       # @param max_gc_runs [Integer] at most this many GCs to age objects with (a GC
       #   Ruby started meanwhile is still finished: a fork must not land in it)
       # @param young_ratio [Float] stop when young <= live * young_ratio
@@ -191,7 +191,7 @@ module Herd
       #   the next template is as compact as a process warmed in one go, where
       #   after sealing they would all land in fresh memory
       # @return [Report]
-      def prepare(compact: false, warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
+      def prepare(compact: false, process_warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
         trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
         refused = compact_refused(compact) and raise ArgumentError, refused
         if (gc = other_gc)
@@ -207,7 +207,7 @@ module Herd
           # the thread that will fork (its arena, its tcache).
           (strategy, runs, compacted, skipped), priority = LowPriority.run(nice) do
             # Process.warmup compacts: with `:auto`, only when compacting is due.
-            if warmup && Process.respond_to?(:warmup) && (compact != :auto || LastCompaction.due)
+            if process_warmup && Process.respond_to?(:warmup) && (compact != :auto || LastCompaction.due)
               warm_up(before, young_ratio, compact)
             else
               # With filling, one GC first (it frees the garbage, so that the

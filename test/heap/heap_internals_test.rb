@@ -22,7 +22,7 @@ class HeapInternalsTest < Herd::Test
       GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
       GC.enable
-      report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      report = Herd::Heap.prepare(process_warmup: false, seal_malloc: true)
       mapped = Herd.map(1..4, processes: 2) { |i| i * 2 }
       p [report.packed.packed?, report.sealed.chunks, report.to_s, mapped]
     RUBY
@@ -42,7 +42,7 @@ class HeapInternalsTest < Herd::Test
       GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
       GC.enable
-      puts Herd::Heap.prepare(warmup: false, seal_malloc: true).to_s
+      puts Herd::Heap.prepare(process_warmup: false, seal_malloc: true).to_s
     RUBY
     assert status.success?, err
     assert_match(/malloc's free chunks left alone: malloc is not glibc's \(stubbed\)/, out)
@@ -57,7 +57,7 @@ class HeapInternalsTest < Herd::Test
       GC.disable # young for sure: the GCs a bigger boot (bundler) runs meanwhile would age them
       $young = Array.new(100_000) { [] }
       GC.enable
-      report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      report = Herd::Heap.prepare(process_warmup: false, seal_malloc: true)
       p [Herd::Heap::Malloc.available?, report.to_s, Herd.map([1, 2], processes: 2) { |i| i + 1 }]
     RUBY
     assert status.success?, err
@@ -76,7 +76,7 @@ class HeapInternalsTest < Herd::Test
       $young = Array.new(100_000) { [] }
       GC.enable
       thread = Thread.new { sleep }
-      puts Herd::Heap.prepare(warmup: false).to_s
+      puts Herd::Heap.prepare(process_warmup: false).to_s
       thread.kill
     RUBY
     assert status.success?, err
@@ -94,7 +94,7 @@ class HeapInternalsTest < Herd::Test
       $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s } # malloc'd on every Ruby (3.2+ embeds up to 640 bytes)
       $strings = $strings.each_slice(2).map(&:first)
       GC.enable
-      report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      report = Herd::Heap.prepare(process_warmup: false, seal_malloc: true)
       reader, writer = IO.pipe
       pid = fork { writer.write(report.sealed.unseal.to_s); exit!(0) }
       writer.close

@@ -14,7 +14,7 @@ class HeapSlowTest < Herd::Test
       pages = []
       60.times do |n|
         churn = Array.new(5_000) { |i| "churn \#{n} \#{i}" }
-        Herd::Heap.prepare(warmup: false, fill_free_slots: true, seal_malloc: true).release
+        Herd::Heap.prepare(process_warmup: false, fill_free_slots: true, seal_malloc: true).release
         churn.clear
         pages << GC.stat(:heap_allocated_pages)
       end

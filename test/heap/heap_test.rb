@@ -9,8 +9,8 @@ class HeapTest < Herd::Test
       GC.disable # allocate without GC so that the objects stay young
       $keep = Array.new(200_000) { |i| [i] }
       GC.enable
-      report = Herd::Heap.prepare(warmup: false)
-      again = Herd::Heap.prepare(warmup: false)
+      report = Herd::Heap.prepare(process_warmup: false)
+      again = Herd::Heap.prepare(process_warmup: false)
       p [report.strategy, report.gc_runs, report.young_before, report.young_after, report.old_after > report.old_before,
          again.strategy, again.gc_runs]
     RUBY
@@ -35,7 +35,7 @@ class HeapTest < Herd::Test
       GC.disable
       $keep = Array.new(300_000) { |i| {a: i, b: "s\#{i}", c: [i]} }
       GC.enable
-      report = Herd::Heap.prepare(warmup: false)
+      report = Herd::Heap.prepare(process_warmup: false)
       p [report.young_before, report.young_after, GC.latest_gc_info(:state)]
     RUBY
     assert status.success?, err
@@ -52,13 +52,13 @@ class HeapTest < Herd::Test
   # finished (finish_gc_under_way), so none may be under way here.
   def test_prepare_respects_the_gc_run_cap
     GC.start
-    report = Herd::Heap.prepare(warmup: false, max_gc_runs: 0)
+    report = Herd::Heap.prepare(process_warmup: false, max_gc_runs: 0)
     assert_equal 0, report.gc_runs
   end
 
   def test_prepare_leaves_a_disabled_gc_disabled
     GC.disable
-    Herd::Heap.prepare(warmup: false)
+    Herd::Heap.prepare(process_warmup: false)
     assert GC.disable, "GC should still be disabled"
   ensure
     GC.enable
@@ -66,8 +66,8 @@ class HeapTest < Herd::Test
 
   def test_compaction_is_optional_and_reported
     skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
-    assert Herd::Heap.prepare(warmup: false, compact: true).compacted
-    refute Herd::Heap.prepare(warmup: false).compacted
+    assert Herd::Heap.prepare(process_warmup: false, compact: true).compacted
+    refute Herd::Heap.prepare(process_warmup: false).compacted
   end
 
   # `compact: :auto` compacts a heap that never was, then not again until
@@ -77,19 +77,19 @@ class HeapTest < Herd::Test
     skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
-      first = Herd::Heap.prepare(warmup: false, compact: :auto)
-      again = Herd::Heap.prepare(warmup: false, compact: :auto)
+      first = Herd::Heap.prepare(process_warmup: false, compact: :auto)
+      again = Herd::Heap.prepare(process_warmup: false, compact: :auto)
       reader, writer = IO.pipe
       child = fork do
-        writer.write(Marshal.dump([Herd::Heap.prepare(warmup: false, compact: :auto).compacted,
-          Herd::Heap.prepare(warmup: false, compact: true).compacted]))
+        writer.write(Marshal.dump([Herd::Heap.prepare(process_warmup: false, compact: :auto).compacted,
+          Herd::Heap.prepare(process_warmup: false, compact: true).compacted]))
         exit!(0)
       end
       writer.close
       in_child = Marshal.load(reader.read)
       Process.wait(child)
       $grown = Array.new(GC.stat(:heap_live_slots) / 5) { |i| [i] }
-      grown = Herd::Heap.prepare(warmup: false, compact: :auto)
+      grown = Herd::Heap.prepare(process_warmup: false, compact: :auto)
       p [first.compacted, first.compaction_skipped, again.compacted, again.to_s, in_child, grown.compacted]
     RUBY
     assert status.success?, err
@@ -103,9 +103,9 @@ class HeapTest < Herd::Test
   end
 
   def test_compact_takes_true_false_or_auto
-    error = assert_raises(ArgumentError) { Herd::Heap.prepare(warmup: false, compact: :always) }
+    error = assert_raises(ArgumentError) { Herd::Heap.prepare(process_warmup: false, compact: :always) }
     assert_equal "compact: must be true, false or :auto, got :always", error.message
-    refute Herd::Heap.prepare(warmup: false, compact: nil).compacted, "nil is false, as it always was"
+    refute Herd::Heap.prepare(process_warmup: false, compact: nil).compacted, "nil is false, as it always was"
   end
 
   # Where Process.warmup exists (Ruby >= 3.3) it compacts: `:auto` calls it
@@ -129,7 +129,7 @@ class HeapTest < Herd::Test
   end
 
   def test_report_reads_as_one_log_line
-    line = Herd::Heap.prepare(warmup: false).to_s
+    line = Herd::Heap.prepare(process_warmup: false).to_s
     assert_match(/\Aheap prepared \((none|aging)\): \d+ GC runs?, young \d+ -> \d+, old \d+ -> \d+(; .+)?, [\d.]+ ms\z/, line)
   end
 
@@ -179,9 +179,9 @@ class HeapTest < Herd::Test
       junk = Array.new(200_000) { |i| "s\#{i}" }
       junk.each_index { |i| junk[i] = nil if i % 5 == 0 }
       GC.enable
-      # Promoted with GCs: Process.warmup (warmup: true on Ruby >= 3.3)
+      # Promoted with GCs: Process.warmup (process_warmup: true on Ruby >= 3.3)
       # compacts, which leaves no scattered free slot to fill.
-      report = Herd::Heap.prepare(fill_free_slots: true, warmup: false)
+      report = Herd::Heap.prepare(fill_free_slots: true, process_warmup: false)
       free_after = Herd::Heap.object_heap_free_slots
       GC.start
       puts [report.filled, report.spared, free_after, Herd::Heap.object_heap_free_slots].join(" ")
@@ -201,7 +201,7 @@ class HeapTest < Herd::Test
       gone = Array.new(60_000) { Object.new } # whole pages, free after the GC
       gone = nil
       GC.start
-      report = Herd::Heap.prepare(warmup: false, fill_free_slots: true)
+      report = Herd::Heap.prepare(process_warmup: false, fill_free_slots: true)
       puts [report.filled, report.spared, kept.size, gone.inspect].join(" ")
     RUBY
     assert status.success?, err

@@ -75,7 +75,7 @@ class LowPriorityTest < Herd::Test
       $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s } # malloc'd on every Ruby (3.2+ embeds up to 640 bytes)
       $strings = $strings.each_slice(2).map(&:first)
       GC.enable
-      report = Herd::Heap.prepare(warmup: false, seal_malloc: true, nice: 10)
+      report = Herd::Heap.prepare(process_warmup: false, seal_malloc: true, nice: 10)
       p [report.sealed.chunks > 1000, report.priority.nice, report.to_s]
       report.release
     RUBY

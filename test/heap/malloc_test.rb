@@ -106,8 +106,8 @@ class MallocTest < Herd::Test
     skip "glibc malloc only" unless GLIBC
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
-      plain = Herd::Heap.prepare(warmup: false)
-      sealed = Herd::Heap.prepare(warmup: false, seal_malloc: true)
+      plain = Herd::Heap.prepare(process_warmup: false)
+      sealed = Herd::Heap.prepare(process_warmup: false, seal_malloc: true)
       p [plain.sealed, sealed.sealed.class.name, sealed.to_s.include?("malloc free chunks sealed")]
     RUBY
     assert status.success?, err
@@ -122,8 +122,8 @@ class MallocTest < Herd::Test
       require "herd"
       $strings = Array.new(20_000) { |i| "x" * 1000 + i.to_s }
       $strings = nil
-      trimmed = Herd::Heap.prepare(warmup: false, trim_malloc: true)
-      both = Herd::Heap.prepare(warmup: false, trim_malloc: true, seal_malloc: true)
+      trimmed = Herd::Heap.prepare(process_warmup: false, trim_malloc: true)
+      both = Herd::Heap.prepare(process_warmup: false, trim_malloc: true, seal_malloc: true)
       p [trimmed.trimmed, trimmed.sealed, trimmed.to_s.include?("malloc's free pages given back, its free chunks left free"),
          both.trimmed, both.sealed.class.name]
     RUBY

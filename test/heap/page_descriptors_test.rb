@@ -74,8 +74,8 @@ class PageDescriptorsTest < Herd::Test
     def test_heap_prepare_packs_before_sealing
       out, err, status = ruby_run(GROW + <<~RUBY)
         $young = Array.new(100_000) { [] }
-        report = Herd::Heap.prepare(warmup: false, seal_malloc: true)
-        plain = Herd::Heap.prepare(warmup: false, max_gc_runs: 1, pack_descriptors: false)
+        report = Herd::Heap.prepare(process_warmup: false, seal_malloc: true)
+        plain = Herd::Heap.prepare(process_warmup: false, max_gc_runs: 1, pack_descriptors: false)
         p [report.packed&.packed?, report.to_s, plain.packed]
       RUBY
       assert status.success?, err
@@ -92,7 +92,7 @@ class PageDescriptorsTest < Herd::Test
         $young = Array.new(100_000) { [] }
         GC.enable
         packed = Herd::Heap::PageDescriptors.pack
-        p [packed.packed?, packed.skipped, Herd::Heap.prepare(warmup: false).to_s]
+        p [packed.packed?, packed.skipped, Herd::Heap.prepare(process_warmup: false).to_s]
       RUBY
       assert status.success?, err
       packed, reason, line = eval(out) # standard:disable Security/Eval

@@ -200,7 +200,7 @@ module Herd
         # Compacting again (compact: true, or Process.warmup on Ruby >= 3.3)
         # would move objects in pages already shared with earlier children,
         # which is the copying we are here to avoid.
-        options.update(compact: false, warmup: false) if @compacted_in == Process.pid
+        options.update(compact: false, process_warmup: false) if @compacted_in == Process.pid
         @last_report = Heap.prepare(**options)
         @compacted_in = Process.pid if @last_report.compacted
       end
