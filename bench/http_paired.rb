@@ -7,7 +7,7 @@
 # side (idle when not measured), wrk loads one, then the other, for a few
 # seconds each, the order flipped every pair, and what is reported is the
 # median of the per-pair ratios. This is how the hot-path figures of issue
-# #19 were taken (ARCHITECTURE.md, "Where a request's CPU goes").
+# #19 were taken (docs/HTTP.md, "The hot path").
 #
 #   bundle exec ruby bench/http_paired.rb [--a herd] [--b unicorn] [--baseline REF]
 #     [--app hello] [--pairs 12] [--duration 3] [--name NAME]

@@ -8,7 +8,7 @@
  * check the slot against the mapping's size before writing. From Ruby, a
  * request's writes took some 25 method calls (the label put together, packed
  * numbers, Fiddle copies), a few microseconds of a live worker's CPU
- * (ARCHITECTURE.md, "Where a request's CPU goes"). Here they are plain
+ * (docs/HTTP.md, "The hot path"). Here they are plain
  * stores, the start time last with release order, so a monitor that sees it
  * set sees the label that goes with it (the Ruby code relies on the order of
  * two copies for the same).

@@ -7,8 +7,8 @@ module Herd
     # What happened in the server so far, for `/stats`, `/metrics` and
     # `herd top`: counters, and the last reforks and reloads with why and how
     # long each took. The monitor's parts record into it (they share it
-    # through the Context); the control server reads it from its own thread,
-    # so every reader gets copies.
+    # through the Context); the control endpoint reads it in the monitor's
+    # loop, and gets copies, so that what it renders never changes under it.
     # @api private
     class Telemetry
       # The reforks and reloads kept for `/stats` (older ones are only counted).

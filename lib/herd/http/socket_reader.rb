@@ -36,7 +36,7 @@ module Herd
       # by every reader. A read without one allocates a READ_SIZE string
       # each time, which keeps its 16 KiB capacity after a short read: for
       # a small request, most of the C memory a worker allocates
-      # (ARCHITECTURE.md, "The hot path"), and with no GC for hundreds of
+      # (docs/HTTP.md, "The hot path"), and with no GC for hundreds of
       # requests it piles up in pages of the worker's own.
       # What is read is copied out of it, at its size.
       # @return [String]
