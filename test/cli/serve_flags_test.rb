@@ -25,6 +25,17 @@ class ServeFlagsTest < Herd::Test
     assert_match(/-t is not a flag of herd serve/, err)
   end
 
+  def test_a_bad_number_in_an_environment_variable_is_refused_in_one_line
+    Dir.mktmpdir do |dir|
+      File.write(File.join(dir, "config.ru"), "run ->(env) { [200, {}, []] }\n")
+      _, err, status = herd_cli("serve", File.join(dir, "config.ru"), "-l", "127.0.0.1:0", env: {"HERD_SCOREBOARD_SLOTS" => "lots"})
+      refute status.success?
+      assert_equal 1, err.lines.count { |line| line.start_with?("herd:") }, err
+      assert_match(/^herd: .*HERD_SCOREBOARD_SLOTS="lots": must be a whole number/, err)
+      refute_match(/\.rb:\d+:in /, err, "no backtrace without --debug")
+    end
+  end
+
   def test_the_long_timeout_flag_and_no_abbreviations
     assert_equal 16.0, parse("--timeout", "16").timeout
     error = assert_raises(Herd::UsageError) { parse("--time", "16") }

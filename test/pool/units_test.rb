@@ -125,7 +125,7 @@ class HeapPolicyTest < Herd::Test
   def test_the_threshold_is_in_mib_and_defaults_to_min_rss
     assert_equal POLICY::MIN_RSS, POLICY.threshold({})
     assert_equal 3 << 20, POLICY.threshold({POLICY::MIN_RSS_ENV => "3"})
-    error = assert_raises(ArgumentError) { POLICY.threshold({POLICY::MIN_RSS_ENV => "lots"}) }
+    error = assert_raises(Herd::ConfigError) { POLICY.threshold({POLICY::MIN_RSS_ENV => "lots"}) }
     assert_match(/HERD_PREPARE_HEAP_MIN_MB="lots": must be a number of MiB/, error.message)
   end
 

@@ -94,8 +94,7 @@ module Herd
       private
 
       def build_parts
-        # HERD_SCOREBOARD_SLOTS exists for the tests of workers without a slot.
-        slots = Integer(ENV.fetch("HERD_SCOREBOARD_SLOTS") { [SCOREBOARD_SLOTS, @config.workers * 4].max })
+        slots = scoreboard_slots
         @scoreboard = Scoreboard.allocate(slots)
         @context = Context.new(config: @config, log: @log, monitor_pid: Process.pid, scoreboard: @scoreboard,
           telemetry: @telemetry)
@@ -112,6 +111,16 @@ module Herd
           workload: @workload, recovery: @recovery, rollout: @rollout, on_give_up: -> { @signals.stop(:immediate) })
         @instruments = Instruments.new(context: @context, plan: @plan, children: @children, workload: @workload,
           telemetry: @telemetry, rollout: @rollout, recovery: @recovery)
+      end
+
+      # HERD_SCOREBOARD_SLOTS exists for the tests of workers without a slot.
+      def scoreboard_slots
+        value = ENV["HERD_SCOREBOARD_SLOTS"]
+        return [SCOREBOARD_SLOTS, @config.workers * 4].max if value.nil?
+
+        Integer(value, 10).tap { |slots| raise ArgumentError if slots.negative? }
+      rescue ArgumentError
+        raise ConfigError, "HERD_SCOREBOARD_SLOTS=#{value.inspect}: must be a whole number of slots (0: every worker reports over its link)"
       end
 
       # The config a reload may have replaced.
