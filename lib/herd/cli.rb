@@ -15,7 +15,8 @@ module Herd
       "serve" => ["herd/cli/serve", "Serve", "run a Rack app: monitor, mold and workers (herd serve config.ru)"],
       "refork" => ["herd/cli/refork", "Refork", "ask a running server to refork now (herd refork MONITOR_PID)"],
       "mem" => ["herd/cli/mem", "Mem", "memory of a process or process tree (PSS, USS, shared)"],
-      "plot" => ["herd/cli/plot", "Plot", "draw herd mem --record files: Σ PSS over time, new generations marked (SVG)"],
+      "plot" => ["herd/cli/plot", "Plot",
+        "draw herd mem --record files: Σ PSS over time, new generations marked (SVG)"],
       "top" => ["herd/cli/top", "Top", "live view of a running server: processes, memory, reforks (herd top ADDRESS)"],
       "demo" => ["herd/cli/demo", "Demo", "show copy-on-write sharing: plain fork vs herd's fork"]
     }.freeze

@@ -49,8 +49,9 @@ module Herd
     #     (`nice:`), nil when none was asked for
     # @!attribute stepped_aside
     #   @return [String, nil] why nothing at all was done ({Heap.other_gc})
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :filled, :spared, :sealed, :trimmed, :packed, :duration,
-      :young_before, :young_after, :old_before, :old_after, :priority, :stepped_aside, keyword_init: true) do
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :filled, :spared, :sealed, :trimmed,
+      :packed, :duration, :young_before, :young_after, :old_before, :old_after, :priority, :stepped_aside,
+      keyword_init: true) do
       # @return [String] one line for logs
       def to_s
         return "heap left as it is: #{stepped_aside}" if stepped_aside
@@ -123,7 +124,8 @@ module Herd
     INTERNALS_ENV = "HERD_HEAP_INTERNALS"
 
     # The keywords of {Heap.prepare}.
-    OPTIONS = %i[compact process_warmup fill_free_slots pack_descriptors seal_malloc trim_malloc max_gc_runs young_ratio nice].freeze
+    OPTIONS = %i[compact process_warmup fill_free_slots pack_descriptors seal_malloc trim_malloc
+      max_gc_runs young_ratio nice].freeze
 
     # Free slots {Heap.prepare} leaves unfilled whatever their page. Filling
     # every one, the few objects made meanwhile took a new heap page at
@@ -191,12 +193,13 @@ module Herd
       #   the next template is as compact as a process warmed in one go, where
       #   after sealing they would all land in fresh memory
       # @return [Report]
-      def prepare(compact: false, process_warmup: true, fill_free_slots: false, pack_descriptors: true, seal_malloc: false,
-        trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
+      def prepare(compact: false, process_warmup: true, fill_free_slots: false, pack_descriptors: true,
+        seal_malloc: false, trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO,
+        nice: nil)
         refused = compact_refused(compact) and raise ArgumentError, refused
         if (gc = other_gc)
-          return Report.new(strategy: :none, gc_runs: 0, compacted: false, filled: 0, spared: 0, trimmed: false, duration: 0.0,
-            young_before: 0, young_after: 0, old_before: 0, old_after: 0, stepped_aside: gc)
+          return Report.new(strategy: :none, gc_runs: 0, compacted: false, filled: 0, spared: 0, trimmed: false,
+            duration: 0.0, young_before: 0, young_after: 0, old_before: 0, old_after: 0, stepped_aside: gc)
         end
 
         started = clock
@@ -213,7 +216,9 @@ module Herd
               # With filling, one GC first (it frees the garbage, so that the
               # fill sees every free slot), and the aging after the fill
               # ages both: 4 GCs, not 3 before the fill and 3 more after it.
-              age_and_compact(compact, (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs, young_ratio)
+              age_and_compact(compact,
+                (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs,
+                young_ratio)
             end
           end
           # After the GCs (which may free pages and their descriptors),
@@ -232,8 +237,8 @@ module Herd
           # Rarely, the seal's own allocations start one: a child forked into
           # it would cost more than the chunks that GC frees.
           runs += finish_gc_under_way
-          report(strategy, [runs, compacted, skipped], fillers.size, spared, sealed, trimmed, packed, started, before, priority)
-            .retain(fillers)
+          report(strategy, [runs, compacted, skipped], fillers.size, spared, sealed, trimmed, packed,
+            started, before, priority).retain(fillers)
         end
       end
 

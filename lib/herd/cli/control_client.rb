@@ -22,10 +22,13 @@ module Herd
         pid = Integer(File.read(pidfile).strip, 10)
         title = Memory::ProcessTree.new.title(pid)
         raise ControlError, "pid #{pid} (from #{pidfile}) is not running; is the server up?" unless title
-        raise ControlError, "pid #{pid} is #{title.inspect}, not a herd monitor" unless title.start_with?("herd monitor")
+        unless title.start_with?("herd monitor")
+          raise ControlError, "pid #{pid} is #{title.inspect}, not a herd monitor"
+        end
 
         title[/ control=(\S+)/, 1] or
-          raise ControlError, "herd monitor #{pid} has no control endpoint: add `control_listen \"unix:/path/herd.sock\"` to its config"
+          raise ControlError, "herd monitor #{pid} has no control endpoint: " \
+            "add `control_listen \"unix:/path/herd.sock\"` to its config"
       rescue Errno::ENOENT, Errno::EACCES => e
         raise ControlError, "cannot read pidfile #{pidfile}: #{e.message}"
       rescue ArgumentError
@@ -55,7 +58,9 @@ module Herd
 
         head, body = socket.read.split("\r\n\r\n", 2)
         status = head.to_s[/\AHTTP\/1\.[01] (\d{3})/, 1]
-        raise ControlError, "#{@address}#{path} answered #{head.to_s.lines.first.to_s.strip.inspect}" unless status == "200"
+        unless status == "200"
+          raise ControlError, "#{@address}#{path} answered #{head.to_s.lines.first.to_s.strip.inspect}"
+        end
 
         body.to_s
       rescue SystemCallError, IOError, SocketError => e
@@ -69,8 +74,14 @@ module Herd
       def connect
         return UNIXSocket.new(@address.delete_prefix("unix:")) if @address.start_with?("unix:")
 
-        host, port = @address.match?(/\A\d+\z/) ? ["127.0.0.1", @address] : @address.sub(/\A\[(.+)\]/, '\1').rpartition(":").values_at(0, 2)
-        raise ControlError, "control address #{@address.inspect}: expected unix:/path or host:port" if host.to_s.empty? || !port.match?(/\A\d+\z/)
+        host, port = if @address.match?(/\A\d+\z/)
+          ["127.0.0.1", @address]
+        else
+          @address.sub(/\A\[(.+)\]/, '\1').rpartition(":").values_at(0, 2)
+        end
+        if host.to_s.empty? || !port.match?(/\A\d+\z/)
+          raise ControlError, "control address #{@address.inspect}: expected unix:/path or host:port"
+        end
 
         Socket.tcp(host, Integer(port, 10), connect_timeout: TIMEOUT)
       end

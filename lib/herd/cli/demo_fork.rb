@@ -75,7 +75,8 @@ module Herd
         per_plain = plain.total.private_dirty / plain.rows.size
         per_herd = prepared.total.private_dirty / prepared.rows.size
         @out.puts format("Each child copied %s after a plain fork and %s after herd's fork (%.1fx less; %s).",
-          Memory::Table.humanize(per_plain), Memory::Table.humanize(per_herd), per_plain.to_f / [per_herd, 1].max, Heap::Steps.ruby)
+          Memory::Table.humanize(per_plain), Memory::Table.humanize(per_herd),
+          per_plain.to_f / [per_herd, 1].max, Heap::Steps.ruby)
         @out.puts "Measure any process tree the same way: herd mem PID --tree"
       end
     end

@@ -27,13 +27,14 @@ module Herd
       def call(options)
         start_server(options[:workers])
         warm(options[:requests], options[:workers])
-        before = show("Generation 0: #{options[:workers]} workers forked from a mold that never served; each warmed its own caches")
+        before = show("Generation 0: #{options[:workers]} workers forked from a mold that never served; " \
+          "each warmed its own caches")
         refork(options[:workers])
         warm(options[:requests] / 2, options[:workers])
         after = show("Generation 1: the mold and workers forked from the warmest worker (herd refork / USR2)")
         @out.puts format("Σ PSS of the whole tree: %s before reforking, %s after (%.1fx less; %s).",
-          Memory::Table.humanize(before.total.pss), Memory::Table.humanize(after.total.pss), before.total.pss.to_f / after.total.pss,
-          Heap::Steps.ruby)
+          Memory::Table.humanize(before.total.pss), Memory::Table.humanize(after.total.pss),
+          before.total.pss.to_f / after.total.pss, Heap::Steps.ruby)
         @out.puts "Measure any server the same way: herd mem MONITOR_PID --tree"
         0
       ensure
@@ -60,7 +61,8 @@ module Herd
         writer.close
         @follower = Thread.new { reader.each_line { |line| @lines << line } }
         @port = Integer(wait_for(/ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/)[1])
-        @out.puts "herd serve started (monitor pid #{@pid}, http://127.0.0.1:#{@port}) on #{Heap::Steps.ruby}, demo app: #{APP}", ""
+        @out.puts "herd serve started (monitor pid #{@pid}, http://127.0.0.1:#{@port}) on #{Heap::Steps.ruby}, " \
+          "demo app: #{APP}", ""
       end
 
       def warm(requests, concurrency)

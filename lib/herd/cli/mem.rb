@@ -58,7 +58,9 @@ module Herd
       def parse_pid(rest)
         raise UsageError, "mem: missing PID; usage: #{BANNER.delete_prefix("Usage: ")}" if rest.empty?
         raise UsageError, "mem: one PID only, got #{rest.join(" ")}" if rest.size > 1
-        raise UsageError, "mem: PID must be a positive integer, got #{rest.first.inspect}" unless rest.first.match?(/\A[1-9]\d*\z/)
+        unless rest.first.match?(/\A[1-9]\d*\z/)
+          raise UsageError, "mem: PID must be a positive integer, got #{rest.first.inspect}"
+        end
 
         Integer(rest.first, 10)
       end
@@ -67,7 +69,9 @@ module Herd
         if options.key?(:watch) && !(options[:watch].finite? && options[:watch].positive?)
           raise UsageError, "mem: --watch needs a positive number of seconds"
         end
-        raise UsageError, "mem: --record needs --watch, e.g. herd mem PID --tree --watch 1 --record run.jsonl" if options[:record] && !options[:watch]
+        if options[:record] && !options[:watch]
+          raise UsageError, "mem: --record needs --watch, e.g. herd mem PID --tree --watch 1 --record run.jsonl"
+        end
         if options.key?(:count)
           raise UsageError, "mem: --count needs --watch" unless options.key?(:watch)
           raise UsageError, "mem: --count must be at least 1" unless options[:count].positive?
@@ -126,11 +130,16 @@ module Herd
 
         others = left_out.size - 1
         started = (others == 1) ? "1 process it started" : "#{others} processes it started"
-        (others > 0) ? "(herd mem, pid #{Process.pid}, and #{started}, left out)" : "(herd mem, pid #{Process.pid}, left out)"
+        if others > 0
+          "(herd mem, pid #{Process.pid}, and #{started}, left out)"
+        else
+          "(herd mem, pid #{Process.pid}, left out)"
+        end
       end
 
       def watch_header(options, report)
-        "herd mem #{options[:pid]}#{" --tree" if options[:tree]}, every #{options[:watch]}s, #{report.time.strftime("%H:%M:%S")}"
+        "herd mem #{options[:pid]}#{" --tree" if options[:tree]}, every #{options[:watch]}s, " \
+          "#{report.time.strftime("%H:%M:%S")}"
       end
     end
   end

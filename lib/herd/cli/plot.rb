@@ -37,9 +37,13 @@ module Herd
           opts.on("--title TEXT", "the plot's title") { |text| options[:title] = text }
         end
         return options if options[:help]
-        raise UsageError, "plot: missing RUN.jsonl (record one with herd mem PID --tree --watch 1 --record RUN.jsonl)" if files.empty?
+        if files.empty?
+          raise UsageError, "plot: missing RUN.jsonl (record one with herd mem PID --tree --watch 1 --record RUN.jsonl)"
+        end
         raise UsageError, "plot: missing -o OUT.svg (or OUT.html)" unless options[:output]
-        raise UsageError, "plot: -o must end in .svg or .html, got #{options[:output]}" unless options[:output].match?(/\.(svg|html)\z/)
+        unless options[:output].match?(/\.(svg|html)\z/)
+          raise UsageError, "plot: -o must end in .svg or .html, got #{options[:output]}"
+        end
 
         options.merge(files: files)
       end

@@ -18,7 +18,9 @@ module Herd
         return options if options[:help]
         raise UsageError, "refork: missing MONITOR_PID (herd refork MONITOR_PID)" if rest.empty?
         raise UsageError, "refork: one MONITOR_PID only, got #{rest.join(" ")}" if rest.size > 1
-        raise UsageError, "refork: MONITOR_PID must be a number, got #{rest.first.inspect}" unless rest.first.match?(/\A[1-9]\d*\z/)
+        unless rest.first.match?(/\A[1-9]\d*\z/)
+          raise UsageError, "refork: MONITOR_PID must be a number, got #{rest.first.inspect}"
+        end
 
         {pid: Integer(rest.first, 10)}
       end
@@ -27,7 +29,9 @@ module Herd
         pid = options[:pid]
         title = Memory::ProcessTree.new.title(pid)
         raise NoSuchProcess, "no process with pid #{pid}" unless title
-        raise Error, "pid #{pid} is #{title.inspect}, not a herd monitor (ps shows \"herd monitor\")" unless title.start_with?("herd monitor")
+        unless title.start_with?("herd monitor")
+          raise Error, "pid #{pid} is #{title.inspect}, not a herd monitor (ps shows \"herd monitor\")"
+        end
 
         Process.kill(:USR2, pid)
         @out.puts "asked herd monitor #{pid} to refork (its log shows the new generation)"

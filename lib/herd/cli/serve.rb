@@ -47,7 +47,9 @@ module Herd
             "Ruby config file (default: config/herd.rb when it exists; docs/CONFIGURATION.md)") { |path| file = path }
           opts.on("-w", "--workers N", Integer,
             "worker processes (default: $WEB_CONCURRENCY, else usable CPUs)") { |n| flags.workers = n }
-          opts.on("-l", "--listen ADDRESS", "host:port, [ipv6]:port, port (every interface) or unix:/path; repeatable (default 0.0.0.0:8080)") do |address|
+          opts.on("-l", "--listen ADDRESS",
+            "host:port, [ipv6]:port, port (every interface) or unix:/path; " \
+            "repeatable (default 0.0.0.0:8080)") do |address|
             flags.listen << address
           end
           opts.on("-p", "--port PORT", Integer,
@@ -85,12 +87,15 @@ module Herd
       # saying what to type instead, since `-t 16` from a Puma user would
       # otherwise become a 16-second timeout.
       RETIRED_FLAGS = {
-        "-t" => "serve: -t is not a flag of herd serve (in Puma it sets threads; a herd worker serves one request at a time, " \
-          "so add workers with -w); for the request timeout write --timeout SECONDS"
+        "-t" => "serve: -t is not a flag of herd serve (in Puma it sets threads; " \
+          "a herd worker serves one request at a time, so add workers with -w); " \
+          "for the request timeout write --timeout SECONDS"
       }.freeze
 
       def retired_flag(arg)
-        RETIRED_FLAGS.find { |flag, _| arg.to_s == flag || (arg.to_s.start_with?(flag) && !arg.to_s.start_with?("--")) }&.last
+        RETIRED_FLAGS.find { |flag, _|
+          arg.to_s == flag || (arg.to_s.start_with?(flag) && !arg.to_s.start_with?("--"))
+        }&.last
       end
 
       # `-b HOST` (as `rails server -b`) or Puma's `-b tcp://HOST:PORT` and

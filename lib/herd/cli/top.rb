@@ -55,7 +55,9 @@ module Herd
       def validate(options, rest)
         raise UsageError, "top: --interval must be > 0" unless options[:interval].positive?
         raise UsageError, "top: give ADDRESS or --pidfile FILE, not both" if options[:pidfile] && !rest.empty?
-        raise UsageError, "top: missing ADDRESS or --pidfile FILE; #{BANNER.delete_prefix("Usage: ")}" if !options[:pidfile] && rest.empty?
+        if !options[:pidfile] && rest.empty?
+          raise UsageError, "top: missing ADDRESS or --pidfile FILE; #{BANNER.delete_prefix("Usage: ")}"
+        end
         raise UsageError, "top: one ADDRESS only, got #{rest.join(" ")}" if rest.size > 1
 
         options.merge(address: rest.first)

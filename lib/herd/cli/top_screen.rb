@@ -38,11 +38,14 @@ module Herd
           "herd top — monitor #{server["pid"]}#{" at #{@address}" if @address}, up #{duration(server["uptime"])}, " \
             "#{server["time"]}",
           "generation #{server["generation"]}, workers #{workers}/#{server["workers_target"]}, #{server["state"]}",
-          "Σ PSS #{size(memory["pss"])}   Σ USS #{size(memory["uss"])}   workers shared #{percent(memory["workers_shared_ratio"])}" \
+          "Σ PSS #{size(memory["pss"])}   Σ USS #{size(memory["uss"])}   " \
+            "workers shared #{percent(memory["workers_shared_ratio"])}" \
             "   (measured #{memory["sampled_at"] || "not yet"})",
           "requests #{counters["requests"]}   timeouts #{counters["timeouts"]}   killed by signal " \
-            "#{counters.dig("worker_deaths_by_signal", "total")}#{" (#{deaths.map { |sig, n| "#{sig} #{n}" }.join(", ")})" unless deaths.empty?}" \
-            "   reforks #{counters["reforks"]}   reloads #{counters["reloads"]}   spawn failures #{counters["spawn_failures"]}" \
+            "#{counters.dig("worker_deaths_by_signal", "total")}" \
+            "#{" (#{deaths.map { |sig, n| "#{sig} #{n}" }.join(", ")})" unless deaths.empty?}" \
+            "   reforks #{counters["reforks"]}   reloads #{counters["reloads"]}" \
+            "   spawn failures #{counters["spawn_failures"]}" \
             "   over memory limit #{counters["memory_limit_replacements"]}"
         ]
       end
@@ -61,7 +64,8 @@ module Herd
         rows = @stats["generations"].map do |row|
           [row["generation"], row["processes"], row["workers"], size(row["pss"]), size(row["uss"])]
         end
-        rows << ["all", @stats["processes"].size, "", size(@stats.dig("memory", "pss")), size(@stats.dig("memory", "uss"))]
+        rows << ["all", @stats["processes"].size, "",
+          size(@stats.dig("memory", "pss")), size(@stats.dig("memory", "uss"))]
         table(["GEN", "PROCESSES", "WORKERS", "Σ PSS", "Σ USS"], rows)
       end
 

@@ -139,7 +139,9 @@ module Herd
       def answer(client)
         method, target, version = client.head.lines.first.to_s.split(" ", 3)
         return reply(client, 400, "text/plain", "bad request\n") unless version&.start_with?("HTTP/1.")
-        return reply(client, 405, "text/plain", "GET only\n", "allow: GET, HEAD\r\n") unless %w[GET HEAD].include?(method)
+        unless %w[GET HEAD].include?(method)
+          return reply(client, 405, "text/plain", "GET only\n", "allow: GET, HEAD\r\n")
+        end
 
         type = ROUTES[target.split("?", 2).first]
         return reply(client, 404, "text/plain", "not found; try #{ROUTES.keys.join(" or ")}\n") unless type

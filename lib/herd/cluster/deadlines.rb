@@ -71,7 +71,10 @@ module Herd
 
       def late(child)
         return "was not ready within spawn_timeout (#{config.spawn_timeout}s)" unless child.spawn_budget
-        return "was not ready within #{PREPARE_BUDGET} x spawn_timeout (#{child.spawn_budget}s; it warms up at a lower priority)" if child.worker?
+        if child.worker?
+          return "was not ready within #{PREPARE_BUDGET} x spawn_timeout " \
+            "(#{child.spawn_budget}s; it warms up at a lower priority)"
+        end
 
         "did not finish preparing its heap within #{PREPARE_BUDGET} x spawn_timeout (#{child.spawn_budget}s)"
       end

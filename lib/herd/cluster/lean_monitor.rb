@@ -136,7 +136,9 @@ module Herd
         def load_path_flags(found = MONITOR_GEMS.to_h { |name| [name, $LOAD_PATH.resolve_feature_path(name)&.last] })
           own = [RbConfig::CONFIG["rubylibdir"], RbConfig::CONFIG["rubyarchdir"]].map { |dir| "#{dir}/" }
           from_gems = found.select { |_, path| path && own.none? { |dir| path.start_with?(dir) } }.keys
-          dirs = from_gems.flat_map { |name| (Gem.loaded_specs[name] || Gem::Specification.find_by_name(name)).full_require_paths }
+          dirs = from_gems.flat_map do |name|
+            (Gem.loaded_specs[name] || Gem::Specification.find_by_name(name)).full_require_paths
+          end
           [LIB, *dirs].uniq.flat_map { |dir| ["-I", dir] }
         rescue LoadError # Gem::MissingSpecError among them
           ["-I", LIB]
@@ -161,7 +163,9 @@ module Herd
         # this process already loaded from Ruby's own directories.
         def shadowed_gems(loaded)
           own = [RbConfig::CONFIG["rubylibdir"], RbConfig::CONFIG["rubyarchdir"]].map { |dir| "#{dir}/" }
-          relative = loaded.filter_map { |path| (prefix = own.find { |dir| path.start_with?(dir) }) && path.delete_prefix(prefix) }
+          relative = loaded.filter_map do |path|
+            (prefix = own.find { |dir| path.start_with?(dir) }) && path.delete_prefix(prefix)
+          end
           Gem.loaded_specs.values.reject(&:default_gem?).select do |spec|
             spec.full_require_paths.any? { |dir| relative.any? { |file| File.file?(File.join(dir, file)) } }
           end.map { |spec| "#{spec.name} #{spec.version}" }.sort

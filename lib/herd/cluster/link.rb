@@ -62,7 +62,8 @@ module Herd
           return [messages, true] if data.nil? || data.empty?
 
           controls.each { |control| @ios.concat(control.unix_rights) if control.cmsg_is?(:SOCKET, :RIGHTS) }
-          messages << Marshal.load(data) # standard:disable Security/MarshalLoad -- our own processes over a private socketpair
+          # Our own processes, over a private socketpair.
+          messages << Marshal.load(data) # standard:disable Security/MarshalLoad
         end
       rescue IOError
         [messages, true]

@@ -36,7 +36,8 @@ module Herd
           begin
             io.reopen(path, "a")
           rescue SystemCallError => e
-            raise ConfigError, "#{setting} #{path}: #{e.message.sub(/ @ \w+/, "")}; create its directory or choose another path"
+            raise ConfigError, "#{setting} #{path}: #{e.message.sub(/ @ \w+/, "")}; " \
+              "create its directory or choose another path"
           end
           io.sync = true
           @paths[io] = path

@@ -75,7 +75,9 @@ module Herd
         if (threshold = @refork_when[:shared_below])
           rss = samples.sum(&:rss)
           shared = rss.positive? ? samples.sum(&:shared).fdiv(rss) : 1.0
-          return format("workers %.0f%% shared, below shared_below %.0f%%", shared * 100, threshold * 100) if shared < threshold
+          if shared < threshold
+            return format("workers %.0f%% shared, below shared_below %.0f%%", shared * 100, threshold * 100)
+          end
         end
         if (budget = @refork_when[:uss_above])
           uss = samples.sum(&:uss)

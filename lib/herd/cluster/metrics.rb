@@ -101,14 +101,17 @@ module Herd
         family("tree_pss_bytes", "gauge", "Sum of PSS over the whole process tree (what the server costs)") do
           sample("tree_pss_bytes", memory["pss"])
         end
-        family("tree_uss_bytes", "gauge", "Sum of USS over the whole process tree") { sample("tree_uss_bytes", memory["uss"]) }
+        family("tree_uss_bytes", "gauge", "Sum of USS over the whole process tree") do
+          sample("tree_uss_bytes", memory["uss"])
+        end
         family("workers_shared_ratio", "gauge", "Sum of shared over sum of RSS, across the workers") do
           sample("workers_shared_ratio", memory["workers_shared_ratio"])
         end
       end
 
       def rollouts
-        family("last_rollout_duration_seconds", "gauge", "Seconds the last refork or reload took to get its mold ready") do
+        family("last_rollout_duration_seconds", "gauge",
+          "Seconds the last refork or reload took to get its mold ready") do
           %w[refork reload].each do |kind|
             last = @stats["rollouts"].find { |rollout| rollout["kind"] == kind && rollout["duration"] }
             sample("last_rollout_duration_seconds", last && last["duration"], kind: kind)

@@ -72,7 +72,8 @@ module Herd
       # @param in_child [#call] run first in the worker: close what it must not keep
       # @return [Integer, nil] the worker's pid (single fork) or nil
       def spawn_worker(number, generation, worker_io, slot:, double_fork:, in_child:, surge: false)
-        hooks.run(:before_fork, log, role, @context, WorkerInfo.new(number: number, generation: generation, requests: 0))
+        hooks.run(:before_fork, log, role, @context,
+          WorkerInfo.new(number: number, generation: generation, requests: 0))
         signals = @signals
         start = proc do
           in_child.call
@@ -188,7 +189,8 @@ module Herd
         return if shadowed.empty?
 
         log.info(role, "warning: the lean monitor loaded Ruby's own copy of #{shadowed.join(", ")} before Bundler: " \
-          "the app runs that copy, not the Gemfile's (#{LeanMonitor::FLAG} or #{LeanMonitor::SWITCH_ENV}=0 if it matters)")
+          "the app runs that copy, not the Gemfile's " \
+          "(#{LeanMonitor::FLAG} or #{LeanMonitor::SWITCH_ENV}=0 if it matters)")
       end
 
       # Thread pools that start their threads again in a forked child, each
@@ -211,7 +213,8 @@ module Herd
         return if apps.empty?
 
         names = apps.map { |thread| thread.name || thread.inspect }
-        log.info(role, "warning: #{apps.size} thread(s) started at boot (#{names.join(", ")}) will not exist in workers; " \
+        log.info(role, "warning: #{apps.size} thread(s) started at boot (#{names.join(", ")}) " \
+          "will not exist in workers; " \
           "start them in after_fork, or mark them Thread.current.thread_variable_set(:fork_safe, true) " \
           "if they restart themselves")
       end

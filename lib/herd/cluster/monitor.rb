@@ -105,8 +105,8 @@ module Herd
           workload: @workload, monitor_ios: -> { @instruments.ios })
         @rollout = Rollout.new(children: @children, context: @context, spawner: @spawner, workload: @workload)
         @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload)
-        @signals = Signals.new(context: @context, plan: @plan, children: @children, rollout: @rollout, spawner: @spawner,
-          deadlines: @deadlines, service: @service)
+        @signals = Signals.new(context: @context, plan: @plan, children: @children, rollout: @rollout,
+          spawner: @spawner, deadlines: @deadlines, service: @service)
         @reaper = Reaper.new(context: @context, plan: @plan, children: @children, telemetry: @telemetry,
           workload: @workload, recovery: @recovery, rollout: @rollout, on_give_up: -> { @signals.stop(:immediate) })
         @instruments = Instruments.new(context: @context, plan: @plan, children: @children, workload: @workload,
@@ -120,7 +120,8 @@ module Herd
 
         Integer(value, 10).tap { |slots| raise ArgumentError if slots.negative? }
       rescue ArgumentError
-        raise ConfigError, "HERD_SCOREBOARD_SLOTS=#{value.inspect}: must be a whole number of slots (0: every worker reports over its link)"
+        raise ConfigError, "HERD_SCOREBOARD_SLOTS=#{value.inspect}: " \
+          "must be a whole number of slots (0: every worker reports over its link)"
       end
 
       # The config a reload may have replaced.
@@ -215,7 +216,8 @@ module Herd
       # --- what the children say ------------------------------------------
 
       def wait
-        readable, writable = IO.select([@signal_queue.io] + @children.ios + @instruments.read_ios, @instruments.write_ios, nil, TICK)
+        readable, writable = IO.select([@signal_queue.io] + @children.ios + @instruments.read_ios,
+          @instruments.write_ios, nil, TICK)
         @instruments.serve(readable, writable)
         return unless readable
 

@@ -119,7 +119,8 @@ module Herd
         @pending = @spawner.spawn_mold(@newest += 1)
         @kind = :reload
         @candidate = nil
-        @context.telemetry&.rollout_started(:reload, reason, from_generation: @generation, generation: @pending.generation)
+        @context.telemetry&.rollout_started(:reload, reason,
+          from_generation: @generation, generation: @pending.generation)
         log("#{reason}: booting mold (gen #{@pending.generation}) from #{config.rackup}; " \
           "generation #{@generation} serves meanwhile")
         true
@@ -243,8 +244,11 @@ module Herd
       # @return [Array<Child>] ready fork-safe workers, the warmest first
       #   (most requests served, fewest failed promotions)
       def promotion_candidates
-        @children.workers.select { |child| child.ready? && !child.fork_unsafe && child.generation >= @booted_generation }
-          .sort_by { |child| [@failures_by_candidate[child.pid], (child.jit_settled == false) ? 1 : 0, -@workload.requests(child)] }
+        @children.workers
+          .select { |child| child.ready? && !child.fork_unsafe && child.generation >= @booted_generation }
+          .sort_by do |child|
+            [@failures_by_candidate[child.pid], (child.jit_settled == false) ? 1 : 0, -@workload.requests(child)]
+          end
       end
 
       private
@@ -274,7 +278,8 @@ module Herd
 
       def stop(waiting, target)
         serving = @children.workers.select { |child| child.ready? && child.number < target }.map(&:number).uniq.size
-        waiting.first([config.rollout_max_unavailable - (target - serving), 0].max).each { |child| @children.stop(child) }
+        waiting.first([config.rollout_max_unavailable - (target - serving), 0].max)
+          .each { |child| @children.stop(child) }
       end
 
       def current_mold
@@ -286,7 +291,9 @@ module Herd
       end
 
       def pace
-        "#{budgets}#{", each after the last replacement served #{config.rollout_min_ready} s" if config.rollout_min_ready.positive?}"
+        "#{budgets}#{
+          ", each after the last replacement served #{config.rollout_min_ready} s" if config.rollout_min_ready.positive?
+        }"
       end
 
       def budgets

@@ -51,7 +51,8 @@ module Herd
       # @param c_slots [#busy, #idle, #layout, nil] nil: the writes in Ruby
       # @return [void]
       def write_with(c_slots)
-        return unless c_slots && @memory.native? && c_slots.layout == [SLOT_BYTES, REQUESTS_OFFSET, LABEL_OFFSET, LABEL_MAX]
+        return unless c_slots && @memory.native? &&
+          c_slots.layout == [SLOT_BYTES, REQUESTS_OFFSET, LABEL_OFFSET, LABEL_MAX]
 
         @c_slots = c_slots
       end

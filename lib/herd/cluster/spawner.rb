@@ -64,7 +64,8 @@ module Herd
         child = Child.new(role: :worker, number: number, generation: generation, link: mine, state: :spawning,
           spawned_at: Clock.now, requests: 0, slot: slot, replaces: replaces, spawn_budget: warm_up_budget(replaces))
         if mold
-          sent = mold.link.send_message(Protocol::SpawnWorker.new(number, generation, slot, !replaces.nil?), io: theirs.io)
+          sent = mold.link.send_message(Protocol::SpawnWorker.new(number, generation, slot, !replaces.nil?),
+            io: theirs.io)
           theirs.close
           return mine.close && nil unless sent
         else

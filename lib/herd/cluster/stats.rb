@@ -55,7 +55,8 @@ module Herd
       end
 
       def monitor_row(samples)
-        memory({"role" => "monitor", "pid" => @monitor_pid, "generation" => nil, "state" => "running"}, samples[@monitor_pid])
+        memory({"role" => "monitor", "pid" => @monitor_pid, "generation" => nil, "state" => "running"},
+          samples[@monitor_pid])
       end
 
       def child_row(child, samples)
@@ -89,7 +90,8 @@ module Herd
       def others(samples, known)
         pids = known.map { |row| row["pid"] }
         samples.values.reject { |row| pids.include?(row.pid) || gone?(row.pid) }.map do |row|
-          memory({"role" => "other", "pid" => row.pid, "generation" => nil, "state" => "running", "title" => row.title}, row)
+          memory({"role" => "other", "pid" => row.pid, "generation" => nil, "state" => "running",
+                  "title" => row.title}, row)
         end
       end
 
@@ -108,7 +110,8 @@ module Herd
 
       def generations(processes)
         processes.select { |row| row["generation"] }.group_by { |row| row["generation"] }.sort.map do |generation, rows|
-          {"generation" => generation, "processes" => rows.size, "workers" => rows.count { |row| row["role"] == "worker" },
+          {"generation" => generation, "processes" => rows.size,
+           "workers" => rows.count { |row| row["role"] == "worker" },
            "pss" => sum(rows, "pss"), "uss" => sum(rows, "uss")}
         end
       end

@@ -17,8 +17,8 @@ module Herd
       # One refork or reload: `kind` :refork or :reload, `reason` as logged,
       # `duration` seconds from the request to the new mold's ready (nil while
       # pending), `outcome` :pending, :ready or :failed.
-      RolloutEntry = Struct.new(:kind, :reason, :from_generation, :generation, :started_at, :wall_time, :duration, :outcome,
-        keyword_init: true)
+      RolloutEntry = Struct.new(:kind, :reason, :from_generation, :generation, :started_at, :wall_time, :duration,
+        :outcome, keyword_init: true)
 
       COUNTERS = %i[requests_retired timeouts worker_deaths_by_signal reforks reloads refork_failures reload_failures
         spawn_failures memory_limit_replacements].freeze

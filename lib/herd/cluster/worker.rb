@@ -164,9 +164,10 @@ module Herd
         @gc.between_requests
         return unless @gc.stood_down?
 
-        log.info(role, "out-of-band GC stopped: #{OutOfBandGC::MISFIRES} or more of its GCs, and a tenth of them or more, " \
-          "left Ruby's next GC a major one " \
-          "(the heap's free slots are under RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO; docs/CONFIGURATION.md, out_of_band_gc)")
+        log.info(role, "out-of-band GC stopped: #{OutOfBandGC::MISFIRES} or more of its GCs, " \
+          "and a tenth of them or more, left Ruby's next GC a major one " \
+          "(the heap's free slots are under RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO; " \
+          "docs/CONFIGURATION.md, out_of_band_gc)")
         @gc = nil
       end
 

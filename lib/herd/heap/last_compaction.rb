@@ -41,8 +41,8 @@ module Herd
 
         # @return [String] why `compact: :auto` skipped compaction
         def skipped
-          format("compaction not needed (%+.1f%% live objects since the last, %d%% or more compacts)", growth.to_f * 100,
-            (GROWTH * 100).round)
+          format("compaction not needed (%+.1f%% live objects since the last, %d%% or more compacts)",
+            growth.to_f * 100, (GROWTH * 100).round)
         end
       end
     end

@@ -39,7 +39,8 @@ module Herd
           return [yield, nil] if nice.nil? || nice == 0
 
           unless nice.is_a?(Integer) && RANGE.cover?(nice)
-            raise ArgumentError, "nice: must be an Integer in #{RANGE} (0 or nil: the caller's priority), got #{nice.inspect}"
+            raise ArgumentError, "nice: must be an Integer in #{RANGE} (0 or nil: the caller's priority), " \
+              "got #{nice.inspect}"
           end
 
           reason = unsupported_reason

@@ -71,7 +71,8 @@ module Herd
       class << self
         # @return [String, nil] why {.pack} cannot run in this Ruby, nil if it can
         def unsupported
-          Layout.mismatch || (Malloc.available? ? nil : "#{Malloc.unsupported} (other allocators keep same-size blocks together)")
+          Layout.mismatch ||
+            (Malloc.available? ? nil : "#{Malloc.unsupported} (other allocators keep same-size blocks together)")
         end
 
         # Moves the page descriptors into consecutive fresh memory. Call it
@@ -100,7 +101,8 @@ module Herd
         # @param reason [String] why nothing moves
         # @return [Packed] a packing that did not happen
         def skipped(reason, started = clock)
-          Packed.new(descriptors: 0, moved: 0, pages_before: 0, pages_after: 0, skipped: reason, duration: clock - started)
+          Packed.new(descriptors: 0, moved: 0, pages_before: 0, pages_after: 0, skipped: reason,
+            duration: clock - started)
         end
 
         private
@@ -109,7 +111,9 @@ module Herd
           memory = RawMemory.new
           snapshot = HeapSnapshot.new(memory, memory)
           before = spread(snapshot.descriptors)
-          return skipped("already packed (#{before} pages of memory)", started) if before <= DENSE_ENOUGH * smallest(snapshot.size)
+          if before <= DENSE_ENOUGH * smallest(snapshot.size)
+            return skipped("already packed (#{before} pages of memory)", started)
+          end
 
           relocation = Malloc.from_fresh_memory { plan(snapshot, memory) }
           begin
@@ -142,7 +146,8 @@ module Herd
           Relocation.new(snapshot, memory, Malloc.method(:allocate))
         rescue KeyError
           grown = GC.stat(:heap_allocated_pages) - snapshot.allocated
-          raise HeapSnapshot::Mismatch, "the heap changed while planning (#{grown} pages added), free slots #{GC.stat(:heap_free_slots)}"
+          raise HeapSnapshot::Mismatch, "the heap changed while planning (#{grown} pages added), " \
+            "free slots #{GC.stat(:heap_free_slots)}"
         end
 
         def busy
@@ -156,7 +161,9 @@ module Herd
         end
 
         def spread(descriptors)
-          descriptors.flat_map { |address| [address / MEMORY_PAGE, (address + Layout::DESCRIPTOR_SIZE - 1) / MEMORY_PAGE] }.uniq.size
+          descriptors.flat_map { |address|
+            [address / MEMORY_PAGE, (address + Layout::DESCRIPTOR_SIZE - 1) / MEMORY_PAGE]
+          }.uniq.size
         end
 
         def smallest(count)

@@ -42,9 +42,11 @@ module Herd
         [
           Step.new("aging", aging, other_gc),
           Step.new("compaction", "GC.compact, before a template's first fork", other_gc || compaction_missing),
-          Step.new("free-slot filling", "fills the object heap's scattered free slots (few are left after a compaction)", other_gc),
+          Step.new("free-slot filling",
+            "fills the object heap's scattered free slots (few are left after a compaction)", other_gc),
           Step.new("GC page descriptors", "packed next to each other", internals || PageDescriptors.unsupported),
-          Step.new("malloc sealing", "glibc's free chunks taken until the children are gone", internals || Malloc.unsupported),
+          Step.new("malloc sealing", "glibc's free chunks taken until the children are gone",
+            internals || Malloc.unsupported),
           Step.new("low-priority GCs", "a mold's GCs at `prepare_heap nice:`", LowPriority.unsupported_reason(env)),
           Step.new("out-of-band GC", out_of_band_gc, nil),
           Step.new("fast exit", "exit! once the at_exit hooks have run", fast_exit_off(env))
@@ -83,9 +85,11 @@ module Herd
       # @return [String] what it does on this Ruby
       def out_of_band_gc(need_major_known = GC.latest_gc_info.key?(:need_major_by))
         if need_major_known
-          "minor GCs between a worker's requests; stand down once they keep leaving a major GC due (GC.latest_gc_info(:need_major_by))"
+          "minor GCs between a worker's requests; " \
+            "stand down once they keep leaving a major GC due (GC.latest_gc_info(:need_major_by))"
         else
-          "minor GCs between a worker's requests; never stand down (no GC.latest_gc_info(:need_major_by) before Ruby 3.3)"
+          "minor GCs between a worker's requests; " \
+            "never stand down (no GC.latest_gc_info(:need_major_by) before Ruby 3.3)"
         end
       end
 

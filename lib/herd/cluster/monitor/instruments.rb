@@ -129,7 +129,9 @@ module Herd
             @telemetry.count(:memory_limit_replacements)
             log("#{child}: USS #{MemoryPolicy.mib(measured.sample.uss)} is over worker_memory_limit " \
               "#{config.worker_memory_limit} MiB; " +
-              ((how == :surge) ? "its replacement is forked first, then it finishes its request and exits" : "it finishes its request and is replaced"))
+              ((how == :surge) ?
+                "its replacement is forked first, then it finishes its request and exits" :
+                "it finishes its request and is replaced"))
           end
         end
 

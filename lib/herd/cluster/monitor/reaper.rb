@@ -64,7 +64,8 @@ module Herd
         def worker_exited(child, status)
           @telemetry.worker_killed(Signal.signame(status.termsig)) if status.signaled?
           @telemetry.count(:requests_retired, @workload.requests(child))
-          info = WorkerInfo.new(number: child.number, generation: child.generation, pid: child.pid, requests: child.requests)
+          info = WorkerInfo.new(number: child.number, generation: child.generation, pid: child.pid,
+            requests: child.requests)
           config.hooks.run(:after_worker_exit, @context.log, Monitor::ROLE, @context, info, status)
           return unless @plan.running?
 
@@ -94,7 +95,8 @@ module Herd
           delay = @recovery.mold_failed
           return log("mold failed to boot; retrying in #{delay}s") if delay
 
-          @context.log.error(Monitor::ROLE, "the application failed to boot #{@recovery.boot_failures} times in a row " \
+          @context.log.error(Monitor::ROLE,
+            "the application failed to boot #{@recovery.boot_failures} times in a row " \
             "(last error: #{@last_boot_error || "see above"}); giving up")
           @plan.failed!
           @on_give_up.call

@@ -87,7 +87,9 @@ module Herd
         # config.ru; the workers roll onto it once it is ready.
         def reload
           return unless @plan.running?
-          return log("HUP ignored: plain preload (no subreaper) cannot reload; restart the service") if @spawner.local_mold
+          if @spawner.local_mold
+            return log("HUP ignored: plain preload (no subreaper) cannot reload; restart the service")
+          end
           if config.app
             return log("HUP ignored: this server was given an app object (rackup, rails server), " \
               "not a file it can load again; restart it to load new code")
@@ -106,7 +108,8 @@ module Herd
           kept = @service.kept_on_reload(fresh, config)
           log("HUP: #{kept}") if kept
           if fresh.control_listen != config.control_listen
-            log("HUP: control_listen changed in the config file; keeping the endpoint as it is (a restart binds the new one)")
+            log("HUP: control_listen changed in the config file; " \
+              "keeping the endpoint as it is (a restart binds the new one)")
           end
           log("HUP: workers: #{@plan.target} -> #{fresh.workers}") if fresh.workers != @plan.target
           @plan.target = fresh.workers

@@ -137,7 +137,8 @@ module Herd
         def check_heap
           total = word(@heap + Layout::HEAP_TOTAL_PAGES)
           unless total == size && allocated == @count
-            raise Mismatch, "heap counts #{total} pages, its list #{size} and #{@tomb.size} in the tomb, GC.stat #{@count}"
+            raise Mismatch, "heap counts #{total} pages, its list #{size} and #{@tomb.size} in the tomb, " \
+              "GC.stat #{@count}"
           end
           raise Mismatch, "a sweep or compaction is under way" unless word(@heap + Layout::HEAP_SWEEPING_PAGE).zero? &&
             word(@heap + Layout::HEAP_COMPACT_CURSOR).zero?
@@ -150,8 +151,11 @@ module Herd
           Layout::SORTED_SEARCH_WORDS.times do |index|
             field = from + index * Layout::WORD
             array = word(field)
-            next unless word(field + Layout::WORD) == allocated && @memory.readable?(array) && @members.key?(word(array))
-            raise Mismatch, "the sorted page array holds other pages" unless sorted_entries(array).all? { |page| @members.key?(page) }
+            next unless word(field + Layout::WORD) == allocated && @memory.readable?(array) &&
+              @members.key?(word(array))
+            unless sorted_entries(array).all? { |page| @members.key?(page) }
+              raise Mismatch, "the sorted page array holds other pages"
+            end
 
             return field
           end

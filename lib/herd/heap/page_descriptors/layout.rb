@@ -35,7 +35,9 @@ module Herd
 
         # @return [String, nil] why this Ruby's layout is not the one above
         def self.mismatch
-          return "#{RUBY_ENGINE} #{RUBY_VERSION}: only CRuby 3.1 keeps GC bitmaps this way" unless RUBY_ENGINE == "ruby" && RUBY_VERSION.start_with?("3.1.")
+          unless RUBY_ENGINE == "ruby" && RUBY_VERSION.start_with?("3.1.")
+            return "#{RUBY_ENGINE} #{RUBY_VERSION}: only CRuby 3.1 keeps GC bitmaps this way"
+          end
           return "not a 64-bit Ruby" unless [nil].pack("p").bytesize == WORD
           return "GC constants differ from a stock 3.1 build: #{CONSTANTS.inspect}" unless stock_constants?
 

@@ -19,9 +19,10 @@ module Herd
           libc = Fiddle::Handle::DEFAULT
           pointer = Fiddle::TYPE_UINTPTR_T
           # With the GVL held: nothing else may run Ruby code meanwhile.
-          @memcpy = Fiddle::Function.new(libc["memcpy"], [pointer, pointer, Fiddle::TYPE_SIZE_T], pointer, need_gvl: true)
-          @sigmask = Fiddle::Function.new(libc["pthread_sigmask"], [Fiddle::TYPE_INT, pointer, pointer], Fiddle::TYPE_INT,
+          @memcpy = Fiddle::Function.new(libc["memcpy"], [pointer, pointer, Fiddle::TYPE_SIZE_T], pointer,
             need_gvl: true)
+          @sigmask = Fiddle::Function.new(libc["pthread_sigmask"], [Fiddle::TYPE_INT, pointer, pointer],
+            Fiddle::TYPE_INT, need_gvl: true)
           @word = ("\0" * Layout::WORD).b
           @word_address = Fiddle::Pointer[@word].to_i
           @all_signals = Fiddle::Pointer.malloc(SIGSET_BYTES, Fiddle::RUBY_FREE)

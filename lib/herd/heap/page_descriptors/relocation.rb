@@ -52,7 +52,8 @@ module Herd
           plan_bodies
           plan_sorted
           @chains = [Layout::HEAP_FREE_PAGES, Layout::HEAP_POOLED_PAGES].map { |offset| snapshot.chain(offset) }
-          @buffer = String.new(capacity: (@targets.size + @chains.sum(&:size) + 2) * Layout::WORD, encoding: Encoding::BINARY)
+          @buffer = String.new(capacity: (@targets.size + @chains.sum(&:size) + 2) * Layout::WORD,
+            encoding: Encoding::BINARY)
         end
 
         # Writes the plan. Allocates no Ruby object.
@@ -60,8 +61,12 @@ module Herd
         def apply
           plan_chains
           @values.pack("J*", buffer: @buffer)
-          raise HeapSnapshot::Mismatch, "Ruby took more than the pages kept while planning" if allocated > ALLOCATION_BUDGET
-          raise HeapSnapshot::Mismatch, "the heap grew while planning" unless GC.stat(:heap_allocated_pages) == @snapshot.allocated
+          if allocated > ALLOCATION_BUDGET
+            raise HeapSnapshot::Mismatch, "Ruby took more than the pages kept while planning"
+          end
+          unless GC.stat(:heap_allocated_pages) == @snapshot.allocated
+            raise HeapSnapshot::Mismatch, "the heap grew while planning"
+          end
 
           write
         end
