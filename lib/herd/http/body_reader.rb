@@ -66,7 +66,8 @@ module Herd
       def read_chunked(spool)
         loop do
           line = @reader.read_line(MAX_CHUNK_LINE)
-          size_match = CHUNK_SIZE_LINE.match(line) or raise RequestError.new(400, "invalid chunk size line #{line[0, 64].inspect}")
+          size_match = CHUNK_SIZE_LINE.match(line) or
+            raise RequestError.new(400, "invalid chunk size line #{line[0, 64].inspect}")
           size = size_match[1].to_i(16)
           break if size.zero?
 

@@ -24,7 +24,8 @@ module Herd
       end
 
       # The entries set per request, in the order {#build} sets them.
-      PER_REQUEST = %w[REQUEST_METHOD PATH_INFO QUERY_STRING SERVER_PROTOCOL REMOTE_ADDR rack.input rack.response_finished rack.hijack].freeze
+      PER_REQUEST = %w[REQUEST_METHOD PATH_INFO QUERY_STRING SERVER_PROTOCOL REMOTE_ADDR
+        rack.input rack.response_finished rack.hijack].freeze
 
       # What every env of a listener's connections starts as, for
       # {HeadScanner.receive}, which copies it and adds the request's header

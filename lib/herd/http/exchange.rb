@@ -24,6 +24,7 @@ module Herd
     #     {InvalidResponse} or the application's exception
     # @api public
     #   (the `after_request_complete` hook's argument; the rest of Herd::HTTP is private)
-    Exchange = Struct.new(:method, :target, :status, :bytes_sent, :duration, :hijacked, :error, :kept_alive, keyword_init: true)
+    Exchange = Struct.new(:method, :target, :status, :bytes_sent, :duration, :hijacked, :error, :kept_alive,
+      keyword_init: true)
   end
 end

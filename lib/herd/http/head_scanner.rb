@@ -21,7 +21,8 @@ module Herd
 
       # @return [String, nil] why requests are parsed in Ruby, nil when the scanner is used
       def self.unused_reason(env = ENV)
-        Extension.unused_reason(env) || (built? ? nil : "the head scanner is not built into herd's C extension; `rake compile` builds it")
+        Extension.unused_reason(env) ||
+          (built? ? nil : "the head scanner is not built into herd's C extension; `rake compile` builds it")
       end
 
       # @return [String] which parser reads request heads, for a boot log

@@ -71,9 +71,13 @@ module Herd
         non_negative_integer(:body_spool_threshold)
         non_negative_integer(:max_body) unless max_body.nil?
         invalid(:read_timeout, "a positive number of seconds") unless positive_number?(read_timeout)
-        invalid(:keep_alive, "false or a positive number of seconds") unless keep_alive == false || positive_number?(keep_alive)
+        unless keep_alive == false || positive_number?(keep_alive)
+          invalid(:keep_alive, "false or a positive number of seconds")
+        end
         invalid(:early_hints, "true or false") unless [true, false].include?(early_hints)
-        invalid(:errors, "an IO (responding to #write, #puts and #flush)") unless %i[write puts flush].all? { |m| errors.respond_to?(m) }
+        unless %i[write puts flush].all? { |m| errors.respond_to?(m) }
+          invalid(:errors, "an IO (responding to #write, #puts and #flush)")
+        end
         return if logger.nil? || %i[call puts write].any? { |m| logger.respond_to?(m) }
 
         invalid(:logger, "nil, a callable or an IO")

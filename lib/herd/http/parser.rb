@@ -34,7 +34,8 @@ module Herd
       CODINGS_THEN_CHUNKED = /\A(?:[#{TCHAR}]+[ \t]*,[ \t]*)+chunked\z/ni
       TARGET = /\A[\x21-\x7E]+\z/n
       # Method strings for the fast path of {#parse}: frozen, shared by every request.
-      METHOD_PREFIXES = %w[GET POST HEAD PUT DELETE PATCH OPTIONS].to_h { |method| ["#{method} ".freeze, method.freeze] }.freeze
+      METHOD_PREFIXES = %w[GET POST HEAD PUT DELETE PATCH OPTIONS]
+        .to_h { |method| ["#{method} ".freeze, method.freeze] }.freeze
 
       # Header names whose env key is known, in the spellings clients use. Other
       # names are converted once and remembered (up to CACHE_LIMIT of them).
@@ -156,7 +157,9 @@ module Herd
 
         lines = head.split(CRLF)
         # Every CR and LF belongs to a CRLF: one per line plus the empty line.
-        raise RequestError.new(400, "bare CR or LF in the request head") unless head.count("\r\n") == 2 * (lines.size + 1)
+        unless head.count("\r\n") == 2 * (lines.size + 1)
+          raise RequestError.new(400, "bare CR or LF in the request head")
+        end
 
         lines
       end
@@ -217,7 +220,9 @@ module Herd
       # names within MAX_HEADER_NAME are, so the cache needs no check).
       def remember(name, line)
         refuse_field_line(line) unless TOKEN.match?(name)
-        raise RequestError.new(431, "header name longer than #{MAX_HEADER_NAME} bytes: #{name[0, 64].inspect}...") if name.bytesize > MAX_HEADER_NAME
+        if name.bytesize > MAX_HEADER_NAME
+          raise RequestError.new(431, "header name longer than #{MAX_HEADER_NAME} bytes: #{name[0, 64].inspect}...")
+        end
 
         key = self.class.env_key(name)
         @env_keys[name] = key if @env_keys.size < CACHE_LIMIT
@@ -242,7 +247,8 @@ module Herd
         raise RequestError.new(400, "both Content-Length and Transfer-Encoding") if content_length
         return true if coding.casecmp?("chunked")
 
-        if CODINGS_THEN_CHUNKED.match?(coding) && coding.split(",")[0..-2].none? { |name| name.strip.casecmp?("chunked") }
+        if CODINGS_THEN_CHUNKED.match?(coding) &&
+            coding.split(",")[0..-2].none? { |name| name.strip.casecmp?("chunked") }
           raise RequestError.new(501, "Transfer-Encoding #{coding[0, 64].inspect}: herd decodes chunked alone")
         end
         raise RequestError.new(400, "Transfer-Encoding #{coding[0, 64].inspect} is not chunked")
@@ -306,7 +312,9 @@ module Herd
       end
 
       def refuse_request_line(line)
-        raise RequestError.new(505, "HTTP version not supported: #{line[-16..].inspect}") if line.match?(VERSION_ONLY_WRONG)
+        if line.match?(VERSION_ONLY_WRONG)
+          raise RequestError.new(505, "HTTP version not supported: #{line[-16..].inspect}")
+        end
 
         raise RequestError.new(400, "invalid request line #{line[0, 64].inspect}")
       end

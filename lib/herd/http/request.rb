@@ -23,7 +23,8 @@ module Herd
     #   @return [Boolean] whether the body is chunked
     # @!attribute expect_continue
     #   @return [Boolean] whether the client sent Expect: 100-continue
-    Request = Struct.new(:method, :target, :path, :query, :version, :headers, :content_length, :chunked, :expect_continue) do
+    Request = Struct.new(:method, :target, :path, :query, :version, :headers, :content_length, :chunked,
+      :expect_continue) do
       # @return [Boolean] whether a body follows the head
       def body?
         chunked || (content_length || 0).positive?

@@ -91,7 +91,9 @@ module Herd
       end
 
       def add_value(name, value, kind)
-        raise InvalidResponse, "header #{name} has a control character (CR, LF, NUL...) in #{value.inspect}" if INVALID_FIELD_VALUE.match?(value)
+        if INVALID_FIELD_VALUE.match?(value)
+          raise InvalidResponse, "header #{name} has a control character (CR, LF, NUL...) in #{value.inspect}"
+        end
 
         case kind
         when :field then @lines << name << ": " << value << "\r\n"
@@ -125,7 +127,9 @@ module Herd
       def values(name, value)
         list = value.is_a?(Array) ? value : [value]
         list.flat_map do |item|
-          raise InvalidResponse, "header #{name} has a #{item.class} value" unless item.is_a?(String) || item.is_a?(Numeric)
+          unless item.is_a?(String) || item.is_a?(Numeric)
+            raise InvalidResponse, "header #{name} has a #{item.class} value"
+          end
 
           item = item.to_s
           @split_newlines ? item.split("\n") : item
@@ -136,7 +140,9 @@ module Herd
         case kind
         when :content_length
           raise InvalidResponse, "content-length #{value.inspect} is not a number" unless DIGITS.match?(value)
-          raise InvalidResponse, "two different content-length values" if @content_length && @content_length != value.to_i
+          if @content_length && @content_length != value.to_i
+            raise InvalidResponse, "two different content-length values"
+          end
 
           @content_length = value.to_i
         when :transfer_encoding then @transfer_encoding = true

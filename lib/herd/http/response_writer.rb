@@ -155,7 +155,9 @@ module Herd
       # @raise [ClientDisconnected]
       # @raise [Exception] whatever the body raises while iterated
       def write(status, headers, body)
-        raise InvalidResponse, "status #{status.inspect} is not an Integer in 100..999" unless status.is_a?(Integer) && status.between?(100, 999)
+        unless status.is_a?(Integer) && status.between?(100, 999)
+          raise InvalidResponse, "status #{status.inspect} is not an Integer in 100..999"
+        end
         return if write_plain(status, headers, body)
 
         fields = ResponseHeaders.new(headers)
@@ -188,7 +190,8 @@ module Herd
         return false if @head_request || !@fast_path
 
         head = STATUS_LINES[status].dup
-        length = @fast_path.response(head, status, headers, body, HTTPDate.closing_lines(@keep_alive), @keep_alive) or return false
+        length = @fast_path.response(head, status, headers, body,
+          HTTPDate.closing_lines(@keep_alive), @keep_alive) or return false
         commit(status)
         write_whole(head)
         @bytes_sent += length
@@ -265,7 +268,9 @@ module Herd
       end
 
       def write_array(status, fields, parts)
-        raise InvalidResponse, "body part is a #{parts.find { |p| !p.is_a?(String) }.class}, not a String" unless parts.all?(String)
+        unless parts.all?(String)
+          raise InvalidResponse, "body part is a #{parts.find { |p| !p.is_a?(String) }.class}, not a String"
+        end
 
         length = parts.sum(&:bytesize)
         @keep_alive &&= parts.size <= MAX_GATHERED_PARTS

@@ -196,11 +196,15 @@ module Herd
 
           if (ending = @buffer.index(HEAD_END, from))
             section = take(ending + 4)
-            raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes") if section.bytesize - 2 > max_bytes
+            if section.bytesize - 2 > max_bytes
+              raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes")
+            end
 
             return section
           end
-          raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes") if @buffer.bytesize > max_bytes + 1
+          if @buffer.bytesize > max_bytes + 1
+            raise RequestError.new(431, "trailer section larger than #{max_bytes} bytes")
+          end
           raise RequestError.new(400, "bare CR or LF in the trailer section") if @buffer.index(BARE_LINE_END, from)
 
           from = [@buffer.bytesize - 3, 0].max
@@ -287,9 +291,12 @@ module Herd
         line_end = @buffer.index(CRLF)
         if line_end.nil?
           # The line may end with the CR of its CRLF.
-          raise RequestError.new(414, "request line longer than #{max_request_line} bytes") if @buffer.bytesize > max_request_line + 1
+          if @buffer.bytesize > max_request_line + 1
+            raise RequestError.new(414, "request line longer than #{max_request_line} bytes")
+          end
         else
-          check_head_size(@buffer, line_end, max_request_line, max_header_bytes - 1) # up to "\r\n\r" of the end may be here
+          # Up to "\r\n\r" of the end may be here.
+          check_head_size(@buffer, line_end, max_request_line, max_header_bytes - 1)
         end
         raise RequestError.new(400, "bare CR or LF in the request head") if @buffer.index(BARE_LINE_END, from)
       end
@@ -386,7 +393,8 @@ module Herd
       # TLS sockets may need to write in order to read.
       def wait(what, deadline)
         remaining = deadline - Clock.now
-        ready = remaining.positive? && ((what == :wait_writable) ? @io.wait_writable(remaining) : @io.wait_readable(remaining))
+        ready = remaining.positive? &&
+          ((what == :wait_writable) ? @io.wait_writable(remaining) : @io.wait_readable(remaining))
         raise RequestError.new(408, @expired_because || "timed out waiting #{@timeout} s for the client") unless ready
       end
     end

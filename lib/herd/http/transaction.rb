@@ -131,7 +131,8 @@ module Herd
 
       def refuse(error)
         @exchange.error = error
-        @log.line("#{error.status} #{ResponseWriter::REASONS[error.status]} for #{@connection.remote_addr}#{request_label}: #{error.message}")
+        @log.line("#{error.status} #{ResponseWriter::REASONS[error.status]} " \
+          "for #{@connection.remote_addr}#{request_label}: #{error.message}")
         @writer.error(error.status)
         reader.discard_available
       rescue ClientDisconnected
@@ -140,7 +141,11 @@ module Herd
 
       def serve
         input = @input || EmptyInput::INSTANCE
-        @env = @env_begun ? @handler.env_builder.complete(@request, input, @connection) : @handler.env_builder.build(@request, input, @input_size, @trailers, @connection)
+        @env = if @env_begun
+          @handler.env_builder.complete(@request, input, @connection)
+        else
+          @handler.env_builder.build(@request, input, @input_size, @trailers, @connection)
+        end
         @env["rack.hijack"] = self
         @env["rack.early_hints"] = @writer.method(:early_hints) if @options.early_hints && @request.http11?
         begin

@@ -67,7 +67,8 @@ module Herd
       setting :rollout_max_unavailable, nil, SettingChecks.whole(0), reader: false
       setting :rollout_max_surge, 1, SettingChecks.whole(0)
       setting :rollout_min_ready, 0, SettingChecks.seconds_or_zero
-      setting :out_of_band_gc, Cluster::OutOfBandGC::DEFAULT_OBJECTS, SettingChecks.off_or_count("allocations", "10_000")
+      setting :out_of_band_gc, Cluster::OutOfBandGC::DEFAULT_OBJECTS,
+        SettingChecks.off_or_count("allocations", "10_000")
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
       setting :rackup, "config.ru"
       setting :access_log, nil
@@ -77,7 +78,8 @@ module Herd
       # Requests a fresh mold sends its app before forking workers (a Warmup, or nil).
       setting :warmup, nil, dsl: false
       # The monitor's control endpoint (docs/TELEMETRY.md), and the memory policy.
-      setting :control_listen, nil, ->(_name, address) { Listener::Spec.new(address: address).validate! if address }, dsl: false
+      setting :control_listen, nil,
+        ->(_name, address) { Listener::Spec.new(address: address).validate! if address }, dsl: false
       setting :refork_when, nil, SettingChecks.refork_when, dsl: false
       setting :worker_memory_limit, nil, SettingChecks.memory_limit, dsl: false
 
@@ -155,7 +157,11 @@ module Herd
 
       # @return [Array<Listener::Spec>] the listeners to bind (the default when none given)
       def listeners
-        @listen_specs.empty? ? [Listener::Spec.new(address: DEFAULT_LISTEN, tcp_defer_accept: Listener::DEFER_ACCEPT)] : @listen_specs
+        if @listen_specs.empty?
+          [Listener::Spec.new(address: DEFAULT_LISTEN, tcp_defer_accept: Listener::DEFER_ACCEPT)]
+        else
+          @listen_specs
+        end
       end
 
       # Adds a listener (the config file's `listen`).
@@ -277,7 +283,9 @@ module Herd
         # keep_alive, early_hints.
         def http(**options)
           unknown = options.keys - HTTP_OPTIONS
-          raise ConfigError, "http: unknown option #{unknown.join(", ")}; known: #{HTTP_OPTIONS.join(", ")}" unless unknown.empty?
+          unless unknown.empty?
+            raise ConfigError, "http: unknown option #{unknown.join(", ")}; known: #{HTTP_OPTIONS.join(", ")}"
+          end
 
           @config.http_options.update(options)
         end

@@ -24,9 +24,12 @@ module Herd
         # @raise [ConfigError] for options that make no sense
         def validate!
           parse
-          raise ConfigError, "listen #{address}: backlog must be an Integer > 0, got #{backlog.inspect}" unless backlog.nil? || positive_integer?(backlog)
+          unless backlog.nil? || positive_integer?(backlog)
+            raise ConfigError, "listen #{address}: backlog must be an Integer > 0, got #{backlog.inspect}"
+          end
           unless [nil, false].include?(tcp_defer_accept) || positive_integer?(tcp_defer_accept)
-            raise ConfigError, "listen #{address}: tcp_defer_accept must be false or seconds > 0, got #{tcp_defer_accept.inspect}"
+            raise ConfigError, "listen #{address}: tcp_defer_accept must be false or seconds > 0, " \
+              "got #{tcp_defer_accept.inspect}"
           end
           self
         end
@@ -51,7 +54,9 @@ module Herd
           else
             text.split(":", 2).then { |h, p| [h, p] }
           end
-          raise ConfigError, "listen #{text.inspect}: expected host:port, [ipv6]:port, port or unix:/path" unless port&.match?(/\A\d+\z/) && !host.to_s.empty?
+          unless port&.match?(/\A\d+\z/) && !host.to_s.empty?
+            raise ConfigError, "listen #{text.inspect}: expected host:port, [ipv6]:port, port or unix:/path"
+          end
 
           [:tcp, (host == "localhost") ? "127.0.0.1" : host, Integer(port, 10)]
         end
@@ -197,7 +202,9 @@ module Herd
       def reach
         address = @socket.local_address
         return "" if address.unix?
-        return " (loopback only: unreachable from other hosts and through a container's published port)" if address.ipv4_loopback? || address.ipv6_loopback?
+        if address.ipv4_loopback? || address.ipv6_loopback?
+          return " (loopback only: unreachable from other hosts and through a container's published port)"
+        end
         return " (every interface)" if ["0.0.0.0", "::"].include?(address.ip_address)
 
         ""

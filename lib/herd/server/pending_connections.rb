@@ -93,12 +93,14 @@ module Herd
       # its request just as the connection closes sees it close, as after
       # any server's keep-alive timeout, and sends it again on a new one.
       def close_idle
-        @by_client.each_value.select { |pending| pending.reader.idle? && !pending.client.wait_readable(0) }.each do |pending|
-          take(pending)
-          pending.client.close
-        rescue IOError, SystemCallError
-          nil
-        end
+        @by_client.each_value
+          .select { |pending| pending.reader.idle? && !pending.client.wait_readable(0) }
+          .each do |pending|
+            take(pending)
+            pending.client.close
+          rescue IOError, SystemCallError
+            nil
+          end
       end
 
       # Gives every held head at most `seconds` more (the worker is

@@ -160,13 +160,15 @@ module Herd
       # the bytes read (a String), or nil for nothing read.
       def receive(client, listener)
         @env_templates &&
-          HTTP::HeadScanner.receive(client, @env_templates[listener], @max_request_line, @max_header_bytes, @max_header_count)
+          HTTP::HeadScanner.receive(client, @env_templates[listener],
+            @max_request_line, @max_header_bytes, @max_header_count)
       end
 
       def hold(pending)
         oldest = @pending.hold(pending) or return
 
-        oldest.reader.expire_head!("#{@pending.limit} connections (max_pending_heads) were waiting for their request head; the oldest made room")
+        oldest.reader.expire_head!("#{@pending.limit} connections (max_pending_heads) " \
+          "were waiting for their request head; the oldest made room")
         serve_pending(oldest, keep_alive: false) # not held again: it made room
       end
 
@@ -203,8 +205,9 @@ module Herd
       end
 
       def serve_client(client, remote, listener, reader, request = nil, keep_alive: true)
-        exchange = @handler.call(client, remote_addr: remote, server_name: listener.host, server_port: listener.port_string,
-          url_scheme: URL_SCHEME, on_request: @on_request, reader: reader, request: request,
+        exchange = @handler.call(client, remote_addr: remote, server_name: listener.host,
+          server_port: listener.port_string, url_scheme: URL_SCHEME, on_request: @on_request,
+          reader: reader, request: request,
           keep_alive: keep_alive && @keep_alive != false && !@worker.stopping?)
         # A kept connection that ended (closed by its client, or silent for
         # its idle time) without a request: no request to count, log or hook.

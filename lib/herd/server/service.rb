@@ -27,7 +27,11 @@ module Herd
       # @param role [String]
       def open(config, log, role)
         fds = Cluster::Systemd.listen_fds
-        @listeners = fds.empty? ? config.listeners.map { |spec| Listener.bind(spec) } : fds.map { |fd| Listener.inherit(fd) }
+        @listeners = if fds.empty?
+          config.listeners.map { |spec| Listener.bind(spec) }
+        else
+          fds.map { |fd| Listener.inherit(fd) }
+        end
         how = fds.empty? ? "listening on" : "listening (systemd socket) on"
         @listeners.each { |listener| log.info(role, "#{how} #{listener}#{listener.reach}") }
       end

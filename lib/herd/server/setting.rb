@@ -42,8 +42,10 @@ module Herd
           return if conditions.nil?
 
           shared, uss = conditions.is_a?(Hash) ? conditions.values_at(:shared_below, :uss_above) : []
-          valid = conditions.is_a?(Hash) && !conditions.empty? && (conditions.keys - %i[shared_below uss_above]).empty? &&
-            (shared.nil? || (shared.is_a?(Numeric) && shared > 0 && shared < 1)) && (uss.nil? || (uss.is_a?(Numeric) && uss.positive?))
+          valid = conditions.is_a?(Hash) && !conditions.empty? &&
+            (conditions.keys - %i[shared_below uss_above]).empty? &&
+            (shared.nil? || (shared.is_a?(Numeric) && shared > 0 && shared < 1)) &&
+            (uss.nil? || (uss.is_a?(Numeric) && uss.positive?))
           return if valid
 
           raise ConfigError, "refork_when takes shared_below: (a fraction between 0 and 1) and/or uss_above: (MiB), " \
@@ -94,7 +96,8 @@ module Herd
           return if value == false
           return if value.is_a?(Array) && !value.empty? && value.all? { |n| n.is_a?(Integer) && n.positive? }
 
-          raise ConfigError, "#{name} must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got #{value.inspect}"
+          raise ConfigError, "#{name} must be false or a list of request counts > 0, e.g. [50, 100, 1000]; " \
+            "got #{value.inspect}"
         end
       end
 
@@ -115,7 +118,8 @@ module Herd
           nice = value[:nice]
           return if nice.nil? || nice == 0 || (nice.is_a?(Integer) && Heap::LowPriority::RANGE.cover?(nice))
 
-          raise ConfigError, "#{name}: nice: must be 0 (the mold's own priority) or an Integer in #{Heap::LowPriority::RANGE}, got #{nice.inspect}"
+          raise ConfigError, "#{name}: nice: must be 0 (the mold's own priority) " \
+            "or an Integer in #{Heap::LowPriority::RANGE}, got #{nice.inspect}"
         end
       end
     end

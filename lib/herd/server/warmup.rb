@@ -40,8 +40,12 @@ module Herd
         unless bad.empty? && !paths.empty?
           raise ConfigError, "warmup takes paths that start with /, e.g. warmup \"/\", \"/posts\"; got #{paths.inspect}"
         end
-        raise ConfigError, "warmup host: must be a host name, got #{host.inspect}" unless host.is_a?(String) && !host.empty?
-        raise ConfigError, "warmup workers: must be true or false, got #{workers.inspect}" unless [true, false].include?(workers)
+        unless host.is_a?(String) && !host.empty?
+          raise ConfigError, "warmup host: must be a host name, got #{host.inspect}"
+        end
+        unless [true, false].include?(workers)
+          raise ConfigError, "warmup workers: must be true or false, got #{workers.inspect}"
+        end
 
         @paths = paths.map { |path| path.dup.freeze }.freeze
         @host = host.dup.freeze
@@ -65,7 +69,8 @@ module Herd
         # The body too: templates that stream render while it is read.
         body.each { |_chunk| } if body.respond_to?(:each)
         status.to_s
-      rescue Exception => e # rubocop:disable Lint/RescueException -- a warm-up never stops the boot; the worker would hit the same
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        # A warm-up never stops the boot; the worker would hit the same.
         "raised #{e.class}: #{e.message.to_s.lines.first.to_s.strip[0, 200]}"
       ensure
         close(body)
