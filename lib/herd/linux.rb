@@ -38,7 +38,11 @@ module Herd
       #   process just forked saves the Signal.list lookup)
       # @return [Boolean] whether the kernel accepted it
       def parent_death_signal(signal)
-        number = signal.is_a?(Integer) ? signal : Signal.list.fetch(signal.to_s.delete_prefix("SIG")) { Integer(signal) }
+        number = if signal.is_a?(Integer)
+          signal
+        else
+          Signal.list.fetch(signal.to_s.delete_prefix("SIG")) { Integer(signal) }
+        end
         prctl(PR_SET_PDEATHSIG, number)
       end
 

@@ -56,8 +56,13 @@ module Herd
     # @option options [Integer] :max_items_per_worker replace a worker after this many items
     # @option options [Numeric] :shutdown_timeout seconds a worker gets to exit before TERM, then KILL
     def initialize(job: nil, **options)
-      raise ArgumentError, "a pool needs its job: Herd::Pool.new(job: ->(item) { ... }) or Herd::Pool.open(job: ...) { |pool| ... }" unless job
-      raise ArgumentError, "job: must respond to #call (a lambda or a method), got #{job.inspect}" unless job.respond_to?(:call)
+      unless job
+        raise ArgumentError, "a pool needs its job: Herd::Pool.new(job: ->(item) { ... }) " \
+          "or Herd::Pool.open(job: ...) { |pool| ... }"
+      end
+      unless job.respond_to?(:call)
+        raise ArgumentError, "job: must respond to #call (a lambda or a method), got #{job.inspect}"
+      end
 
       @settings = PoolSettings.build(**options)
       @lock = Mutex.new

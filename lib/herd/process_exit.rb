@@ -113,7 +113,8 @@ module Herd
     # may hold the stream's lock (ThreadError), and a closed pipe must not
     # stop the exit.
     def flush_standard_streams
-      [$stdout, $stderr, STDOUT, STDERR].uniq.each do |io| # rubocop:disable Style/GlobalStdStream -- both: an app may have replaced the globals
+      # Both: an app may have replaced the globals.
+      [$stdout, $stderr, STDOUT, STDERR].uniq.each do |io| # rubocop:disable Style/GlobalStdStream
         io.flush if io.respond_to?(:flush)
       rescue IOError, SystemCallError, ThreadError
         nil

@@ -58,7 +58,8 @@ module Herd
         handle = Fiddle::Handle::DEFAULT
         @munmap = Fiddle::Function.new(handle["munmap"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T], Fiddle::TYPE_INT)
         @mmap = Fiddle::Function.new(handle["mmap"],
-          [Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT, Fiddle::TYPE_INT, Fiddle::TYPE_INT, Fiddle::TYPE_LONG],
+          [Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT, Fiddle::TYPE_INT, Fiddle::TYPE_INT,
+            Fiddle::TYPE_LONG],
           Fiddle::TYPE_VOIDP)
       rescue Fiddle::DLError
         @mmap = nil

@@ -60,7 +60,9 @@ static VALUE for_fd(VALUE wrap) {
     VALUE socket = open_socket(args[0], NUM2INT(args[1]));
     args[3] = Qtrue; /* the socket owns it now: its GC closes it */
     rb_io_ascii8bit_binmode(socket);
-    if (RTEST(rb_funcall(args[0], id_do_not_reverse_lookup, 0))) rb_funcall(socket, id_set_do_not_reverse_lookup, 1, Qtrue);
+    if (RTEST(rb_funcall(args[0], id_do_not_reverse_lookup, 0))) {
+      rb_funcall(socket, id_set_do_not_reverse_lookup, 1, Qtrue);
+    }
     return socket;
   }
 #endif
@@ -91,7 +93,8 @@ static VALUE tcp_accept(int argc, VALUE *argv, VALUE self) {
   int client = accept4(fd, (struct sockaddr *)&address, &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (client < 0) {
     int error = errno;
-    if (error == EAGAIN || error == EWOULDBLOCK || error == ECONNABORTED || error == EPROTO || error == EINTR) return Qnil;
+    if (error == EAGAIN || error == EWOULDBLOCK || error == ECONNABORTED || error == EPROTO ||
+        error == EINTR) return Qnil;
     rb_syserr_fail(error, "accept4");
   }
   rb_update_max_fd(client);

@@ -13,7 +13,8 @@ if Herd::EnvSwitch.off?(ENV["HERD_C_EXTENSION"]) || !have_header("ruby/encoding.
     !have_func("rb_enc_interned_str", "ruby/encoding.h")
   File.write("Makefile", "all install clean:\n\t@echo 'herd: the C extension is not built; Ruby does its work'\n")
 else
-  have_func("accept4", ["sys/types.h", "sys/socket.h"]) # Linux, the BSDs: Herd::Server::TCPAccept (without it, Ruby's accept)
+  # Linux, the BSDs: Herd::Server::TCPAccept (without it, Ruby's accept)
+  have_func("accept4", ["sys/types.h", "sys/socket.h"])
   # The accept's socket without for_fd's fstat (accept.c): Ruby >= 3.3's function for it, or
   # else Ruby's IO structure to fill
   unless have_func("rb_io_open_descriptor", "ruby/io.h")

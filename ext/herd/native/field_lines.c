@@ -170,7 +170,8 @@ static VALUE response(int argc, VALUE *argv, VALUE self) {
   /* A connection kept open needs framing it can trust: none of the
    * application's transfer-encoding, its content-length only when it is
    * the body's (ResponseWriter#write_as_is decides the same). */
-  if (RTEST(keep_alive) && (fields.transfer_encoding || (fields.content_length >= 0 && fields.content_length != length))) return Qnil;
+  if (RTEST(keep_alive) &&
+      (fields.transfer_encoding || (fields.content_length >= 0 && fields.content_length != length))) return Qnil;
 
   if (fields.content_length < 0 && !fields.transfer_encoding) {
     char framing[48];

@@ -232,7 +232,8 @@ static void check_setup(void) {
 static VALUE scan(VALUE self, VALUE head, VALUE max_header_count) {
   Check_Type(head, T_STRING);
   check_setup();
-  return scan_head((const unsigned char *)RSTRING_PTR(head), RSTRING_LEN(head), NUM2LONG(max_header_count), rb_hash_new(), 0);
+  return scan_head((const unsigned char *)RSTRING_PTR(head), RSTRING_LEN(head), NUM2LONG(max_header_count),
+                   rb_hash_new(), 0);
 }
 
 /* Herd::HTTP::HeadScanner.receive(socket, env_template, max_request_line, max_header_bytes, max_header_count)
@@ -258,7 +259,8 @@ static VALUE scan(VALUE self, VALUE head, VALUE max_header_count) {
  * @return [nil] nothing was read: no bytes yet (EAGAIN), end of file or an
  *   error, which the SocketReader's own read finds again */
 #ifdef HAVE_MEMMEM
-static VALUE receive(VALUE self, VALUE io, VALUE template, VALUE max_request_line, VALUE max_header_bytes, VALUE max_header_count) {
+static VALUE receive(VALUE self, VALUE io, VALUE template, VALUE max_request_line, VALUE max_header_bytes,
+                     VALUE max_header_count) {
   Check_Type(template, T_HASH);
   check_setup();
   int fd = rb_io_descriptor(io);

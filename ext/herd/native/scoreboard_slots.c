@@ -80,7 +80,8 @@ static VALUE idle(VALUE self, VALUE memory, VALUE number, VALUE requests) {
 /* @return [Array(Integer, Integer, Integer, Integer)] the layout this code
  *   writes: slot bytes, requests offset, label offset, label room */
 static VALUE layout(VALUE self) {
-  return rb_ary_new_from_args(4, INT2FIX(SLOT_BYTES), INT2FIX(REQUESTS_OFFSET), INT2FIX(LABEL_OFFSET), INT2FIX(LABEL_MAX));
+  return rb_ary_new_from_args(4, INT2FIX(SLOT_BYTES), INT2FIX(REQUESTS_OFFSET), INT2FIX(LABEL_OFFSET),
+                              INT2FIX(LABEL_MAX));
 }
 
 void herd_init_scoreboard_slots(VALUE herd) {

@@ -64,8 +64,11 @@ static VALUE out_of_bounds_class(void) {
 
 NORETURN(static void out_of_bounds(const struct mapping *mapping, long offset, long length));
 static void out_of_bounds(const struct mapping *mapping, long offset, long length) {
-  if (!mapping->base) rb_raise(out_of_bounds_class(), "shared memory: %ld bytes at offset %ld of a freed mapping", length, offset);
-  rb_raise(out_of_bounds_class(), "shared memory: %ld bytes at offset %ld outside the mapping's %ld bytes", length, offset, mapping->size);
+  if (!mapping->base) {
+    rb_raise(out_of_bounds_class(), "shared memory: %ld bytes at offset %ld of a freed mapping", length, offset);
+  }
+  rb_raise(out_of_bounds_class(), "shared memory: %ld bytes at offset %ld outside the mapping's %ld bytes",
+           length, offset, mapping->size);
 }
 
 /* Where `length` bytes at `offset` of `memory` start, or raises (TypeError
@@ -152,7 +155,9 @@ static VALUE mapping_write_ints(VALUE self, VALUE offset, VALUE values) {
   /* Integers only: converting anything else calls Ruby code, which could change the Array between the two passes. */
   for (long i = 0; i < count; i++) {
     VALUE value = RARRAY_AREF(values, i);
-    if (!RB_INTEGER_TYPE_P(value)) rb_raise(rb_eTypeError, "shared memory: %s given, Integer expected", rb_obj_classname(value));
+    if (!RB_INTEGER_TYPE_P(value)) {
+      rb_raise(rb_eTypeError, "shared memory: %s given, Integer expected", rb_obj_classname(value));
+    }
     (void)NUM2LL(value);
   }
   char *to = herd_shared_memory_at(self, at, count * INT_BYTES);

@@ -18,7 +18,9 @@ module Herd
     # @return [Proc] the block
     def add(phase, block)
       raise ArgumentError, "#{phase} needs a block" unless block
-      raise ArgumentError, "unknown fork phase #{phase.inspect}; use one of #{PHASES.join(", ")}" unless PHASES.include?(phase)
+      unless PHASES.include?(phase)
+        raise ArgumentError, "unknown fork phase #{phase.inspect}; use one of #{PHASES.join(", ")}"
+      end
 
       @lock.synchronize { @blocks[phase] = (@blocks[phase] + [block]).freeze }
       block
@@ -78,7 +80,8 @@ module Herd
     end
 
     def report(phase, block, error)
-      lines = ["herd: #{phase} callback at #{where(block)} raised #{error.class}: #{error.message} (pid #{Process.pid}); the other callbacks still ran"]
+      lines = ["herd: #{phase} callback at #{where(block)} raised #{error.class}: #{error.message} " \
+        "(pid #{Process.pid}); the other callbacks still ran"]
       lines.concat(Array(error.backtrace).first(20).map { |line| "    #{line}" })
       warn(lines)
     end

@@ -99,7 +99,9 @@ module Herd
           raise ArgumentError, "prepare_heap: true, false or a Hash of Herd::Heap.prepare options, got #{value.inspect}"
         end
         unknown = value.is_a?(Hash) ? value.keys - Heap::OPTIONS : []
-        raise ArgumentError, "prepare_heap: unknown options #{unknown.join(", ")}; known: #{Heap::OPTIONS.join(", ")}" unless unknown.empty?
+        unless unknown.empty?
+          raise ArgumentError, "prepare_heap: unknown options #{unknown.join(", ")}; known: #{Heap::OPTIONS.join(", ")}"
+        end
         refused = value.is_a?(Hash) && value.key?(:compact) && Heap.compact_refused(value[:compact])
         raise ArgumentError, "prepare_heap: #{refused}" if refused
 

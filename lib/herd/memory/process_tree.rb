@@ -85,10 +85,11 @@ module Herd
 
       # parent pid → child pids, from every /proc/PID/stat.
       def parent_map
-        Dir.children(@proc_root).grep(/\A\d+\z/).map { |name| Integer(name, 10) }.sort.each_with_object({}) do |pid, map|
-          parent = ppid(pid)
-          (map[parent] ||= []) << pid if parent
-        end
+        Dir.children(@proc_root).grep(/\A\d+\z/).map { |name| Integer(name, 10) }.sort
+          .each_with_object({}) do |pid, map|
+            parent = ppid(pid)
+            (map[parent] ||= []) << pid if parent
+          end
       end
 
       # Fields of /proc/PID/stat from the state on: index 0 is the state, 1

@@ -60,7 +60,9 @@ module Herd
           return parse_rollup(rollup) if rollup
 
           smaps = read_proc_file(dir, "smaps", pid)
-          raise MemoryReadError, "cannot read #{dir}/smaps: no such file (herd needs Linux's /proc with smaps)" unless smaps
+          unless smaps
+            raise MemoryReadError, "cannot read #{dir}/smaps: no such file (herd needs Linux's /proc with smaps)"
+          end
 
           parse_smaps(smaps)
         end

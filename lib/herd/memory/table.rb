@@ -44,7 +44,8 @@ module Herd
       def to_s
         numbers = [HEADERS[0...-1]] + @report.rows.map { |row| number_cells(row.sample, row.pid.to_s) } + [total_cells]
         widths = numbers.transpose.map { |column| column.map(&:length).max }
-        titles = [HEADERS.last] + title_cells + ["#{@report.rows.size} #{(@report.rows.size == 1) ? "process" : "processes"}"]
+        titles = [HEADERS.last] + title_cells +
+          ["#{@report.rows.size} #{(@report.rows.size == 1) ? "process" : "processes"}"]
         title_width = fit_title_width(widths)
         lines = numbers.zip(titles).map do |cells, title|
           (cells.zip(widths).map { |cell, w| cell.rjust(w) } + [truncate(title, title_width)]).join(GAP).rstrip

@@ -50,7 +50,9 @@ module Herd
         rescue JSON::ParserError => e
           raise Error, "#{path}:#{index + 1}: not a herd mem JSON report (#{e.message[0, 60]})"
         end
-        raise Error, "#{path} holds no report: record one with herd mem PID --tree --watch 1 --record #{path}" if reports.empty?
+        if reports.empty?
+          raise Error, "#{path} holds no report: record one with herd mem PID --tree --watch 1 --record #{path}"
+        end
 
         new(reports, by: by, name: File.basename(path, ".*"))
       rescue Errno::ENOENT, Errno::EACCES => e

@@ -33,7 +33,9 @@ module Herd
       # @return [String] an SVG document
       def to_s
         height = MARGIN[:top] + @recordings.size * (PANEL_HEIGHT + GAP) - GAP + MARGIN[:bottom]
-        body = @recordings.each_with_index.map { |recording, index| panel(recording, MARGIN[:top] + index * (PANEL_HEIGHT + GAP)) }
+        body = @recordings.each_with_index.map do |recording, index|
+          panel(recording, MARGIN[:top] + index * (PANEL_HEIGHT + GAP))
+        end
         <<~SVG
           <?xml version="1.0" encoding="UTF-8"?>
           <svg xmlns="http://www.w3.org/2000/svg" width="#{WIDTH}" height="#{height}" viewBox="0 0 #{WIDTH} #{height}" font-family="sans-serif" font-size="12">
@@ -104,8 +106,12 @@ module Herd
         below = Array.new(recording.points.size, 0)
         recording.keys.each_with_index.map do |key, index|
           above = recording.points.each_with_index.map { |point, i| below[i] + point.by.fetch(key, 0) }
-          upper = recording.points.each_with_index.map { |point, i| "#{fmt(x.call(point.seconds))},#{fmt(y.call(above[i]))}" }
-          lower = recording.points.each_with_index.map { |point, i| "#{fmt(x.call(point.seconds))},#{fmt(y.call(below[i]))}" }.reverse
+          upper = recording.points.each_with_index.map { |point, i|
+            "#{fmt(x.call(point.seconds))},#{fmt(y.call(above[i]))}"
+          }
+          lower = recording.points.each_with_index.map { |point, i|
+            "#{fmt(x.call(point.seconds))},#{fmt(y.call(below[i]))}"
+          }.reverse
           below = above
           %(<polygon class="area" data-key="#{escape(key)}" points="#{(upper + lower).join(" ")}" fill="#{colour(key, index)}" stroke="none"/>)
         end.join("\n")

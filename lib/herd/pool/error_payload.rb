@@ -46,7 +46,8 @@ module Herd
         private
 
         def restore(payload)
-          error = Marshal.load(payload[:marshalled]) if payload[:marshalled] # standard:disable Security/MarshalLoad -- our own worker
+          # From our own worker.
+          error = Marshal.load(payload[:marshalled]) if payload[:marshalled] # standard:disable Security/MarshalLoad
           error.is_a?(Exception) ? error : remote(payload)
         rescue ArgumentError, TypeError, NameError
           remote(payload)

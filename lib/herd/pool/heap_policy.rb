@@ -44,7 +44,8 @@ module Herd
 
         [(Float(value) * (1 << 20)).to_i, 0].max
       rescue ArgumentError
-        raise ConfigError, "#{MIN_RSS_ENV}=#{value.inspect}: must be a number of MiB (0 prepares the heap for every call)"
+        raise ConfigError, "#{MIN_RSS_ENV}=#{value.inspect}: " \
+          "must be a number of MiB (0 prepares the heap for every call)"
       end
 
       # Resident memory of this process; where /proc is missing, the Ruby

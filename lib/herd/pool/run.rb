@@ -77,7 +77,8 @@ module Herd
       def drive
         Thread.handle_interrupt(Object => :never) do
           Thread.handle_interrupt(Object => :immediate) { loop_until_finished }
-        rescue Exception # rubocop:disable Lint/RescueException -- Ctrl-C, TERM, a raising callback: no worker may outlive this
+        rescue Exception # rubocop:disable Lint/RescueException
+          # Ctrl-C, TERM, a raising callback: no worker may outlive this.
           @workers.terminate
           raise
         end
@@ -220,7 +221,8 @@ module Herd
       end
 
       def batch_message(pairs, last)
-        [:batch, @id, @with_index, !@settings.timeout.nil?, pairs.map(&:first), (@by_index ? nil : pairs.map(&:last)), last]
+        [:batch, @id, @with_index, !@settings.timeout.nil?, pairs.map(&:first),
+          (@by_index ? nil : pairs.map(&:last)), last]
       end
 
       # Every object the parent makes while workers share its pages lands in
@@ -376,7 +378,8 @@ module Herd
         if started != batch.seen_started
           batch.seen_started = started
           batch.progress_at = Clock.now
-        elsif Clock.now - batch.progress_at > @settings.timeout && (index = @workers.item_board.current_item(worker.number))
+        elsif Clock.now - batch.progress_at > @settings.timeout &&
+            (index = @workers.item_board.current_item(worker.number))
           timed_out(worker, batch, index)
         end
       end

@@ -72,7 +72,8 @@ module Herd
     # @api private
     RunSettings = Struct.new(:chunk_size, :timeout, :on_timeout, :retries, :progress, :start, :finish,
       keyword_init: true) do
-      def self.build(chunk_size: nil, timeout: nil, on_timeout: :raise, retries: 0, progress: false, start: nil, finish: nil)
+      def self.build(chunk_size: nil, timeout: nil, on_timeout: :raise, retries: 0, progress: false,
+        start: nil, finish: nil)
         new(
           chunk_size: Validate.whole(:chunk_size, chunk_size, min: 1, allow_nil: true),
           timeout: Validate.seconds(:timeout, timeout),

@@ -91,8 +91,9 @@ module Herd
         left = false
         raise
       ensure
-        # Thread#kill unwinds without an exception as well, and must go on.
-        return [index, :break, nil] if left && Thread.current.status != "aborting" # rubocop:disable Lint/EnsureReturn -- a return here is what ends a break's unwinding
+        # Thread#kill unwinds without an exception as well, and must go on. A
+        # return here is what ends a break's unwinding.
+        return [index, :break, nil] if left && Thread.current.status != "aborting" # rubocop:disable Lint/EnsureReturn
       end
 
       def call_job_safely(item, index, with_index)
