@@ -96,9 +96,9 @@ ab = CowBench::Ab.new(concurrency: options[:concurrency])
 env = Bench::Report.environment(command).merge(
   ab: ab_version, ab_command: ab.command("URL", options[:requests]).join(" "), more: options[:more],
   rack: Gem.loaded_specs["rack"]&.version&.to_s, servers: servers.to_h { |s| [s.name, s.version || "skipped: #{s.missing}"] },
-  loadavg_start: HttpBench.loadavg
+  loadavg_start: Bench::Report.loadavg
 )
-started = HttpBench.now
+started = Bench::Clock.now
 progress = CowBench::Progress.new
 results = Dir.mktmpdir("bench-cow") do |logs|
   apps.map do |app|
@@ -107,7 +107,7 @@ results = Dir.mktmpdir("bench-cow") do |logs|
       more: options[:more], ab: ab, logs: logs, progress: progress).call
   end
 end
-env[:loadavg_end] = HttpBench.loadavg
-env[:seconds] = (HttpBench.now - started).round(1)
+env[:loadavg_end] = Bench::Report.loadavg
+env[:seconds] = (Bench::Clock.now - started).round(1)
 publish(env: env, options: options, runs: results.flat_map { |result| result[:runs] },
   floors: results.flat_map { |result| result[:floors] })

@@ -16,6 +16,7 @@
 $stdout.sync = true
 require "json"
 require "rbconfig"
+require_relative "../support/stats"
 
 ROOT = File.expand_path("../..", __dir__)
 RATIOS = [nil, "0.25"].freeze # nil: Ruby's default (0.65)
@@ -60,7 +61,6 @@ requests = Integer(ARGV[1] || 1_000)
 apps = ARGV[2..].to_a
 apps = %w[bench/cow/lazy_caches.ru bench/cow/measuring.ru bench/cow/constant_caches.ru bench/http/shop.ru:/products?page=2] if apps.empty?
 
-median = ->(values) { values.sort[values.size / 2] }
 apps.each do |app|
   samples = Hash.new { |hash, key| hash[key] = [] }
   rounds.times do |round|
@@ -74,8 +74,8 @@ apps.each do |app|
   samples.each do |ratio, runs|
     cpu = runs.map { |run| run[:cpu_ms] }
     printf("  max ratio %-8s cpu/request %.2f ms (%.2f-%.2f), of which system %.2f  GCs %d  GC time %d ms  pages %d\n",
-      ratio || "default", median.call(cpu), cpu.min, cpu.max, median.call(runs.map { |run| run[:sys_ms] }),
-      median.call(runs.map { |run| run[:gcs] }),
-      median.call(runs.map { |run| run[:gc_ms] }), median.call(runs.map { |run| run[:pages] }))
+      ratio || "default", Bench::Stats.median(cpu), cpu.min, cpu.max, Bench::Stats.median(runs.map { |run| run[:sys_ms] }),
+      Bench::Stats.median(runs.map { |run| run[:gcs] }),
+      Bench::Stats.median(runs.map { |run| run[:gc_ms] }), Bench::Stats.median(runs.map { |run| run[:pages] }))
   end
 end

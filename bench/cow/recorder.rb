@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../support/clock"
 require_relative "../support/sampler"
 
 module CowBench
@@ -20,7 +21,7 @@ module CowBench
     end
 
     def start
-      @started = HttpBench.now
+      @started = Bench::Clock.now
       @sampler = Bench::Sampler.new(@process.pid, interval: INTERVAL, titles: true) { |sample| watch(sample) }.start
       self
     end
@@ -28,7 +29,7 @@ module CowBench
     # Notes that a phase ended now.
     # @param label [String] e.g. "ab", "settled"
     def phase(label)
-      @phases << [label, seconds(HttpBench.now)]
+      @phases << [label, seconds(Bench::Clock.now)]
     end
 
     # Stops sampling (one last sample first).

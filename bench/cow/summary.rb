@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../support/report"
+require_relative "../support/stats"
 require_relative "servers"
 
 module CowBench
@@ -120,13 +121,13 @@ module CowBench
       runs = runs(server, app).map { |run| phase ? run[phase] : run }.compact
       return nil if runs.empty?
 
-      memory = ->(key) { Bench::Report.stats(runs.filter_map { |run| run[:memory][key] }) }
+      memory = ->(key) { Bench::Stats.summary(runs.filter_map { |run| run[:memory][key] }) }
       {total: memory.call(:total_pss), worker_pss: memory.call(:worker_pss), worker_uss: memory.call(:worker_uss),
        mold: memory.call(:mold_pss), monitor: memory.call(:monitor_pss),
        processes: runs.map { |run| run[:memory][:processes] }.uniq.join("/"),
        generations: runs.map { |run| run[:settle][:generation].inspect },
        settled: "#{runs.count { |run| run[:settle][:settled] }}/#{runs.size}",
-       rps: Bench::Report.stats(runs.filter_map { |run| run[:ab][:rps] })}
+       rps: Bench::Stats.summary(runs.filter_map { |run| run[:ab][:rps] })}
     end
 
     def runs(server, app)
@@ -149,12 +150,12 @@ module CowBench
       floors = @floors.select { |floor| floor[:app] == app.name }
       return nil if floors.empty?
 
-      gc_only = Bench::Report.stats(floors.map { |floor| floor[:solo_pss] })
+      gc_only = Bench::Stats.summary(floors.map { |floor| floor[:solo_pss] })
       sealed = floors.filter_map { |floor| floor[:sealed_pss] }
-      solo = (sealed.size == floors.size) ? Bench::Report.stats(sealed) : gc_only # older runs did not seal
-      uss = ->(key) { Bench::Report.stats(floors.flat_map { |floor| (floor[key] || []).map { |child| child[:uss] } }) }
+      solo = (sealed.size == floors.size) ? Bench::Stats.summary(sealed) : gc_only # older runs did not seal
+      uss = ->(key) { Bench::Stats.summary(floors.flat_map { |floor| (floor[key] || []).map { |child| child[:uss] } }) }
       fork_uss = uss.call(:children)
-      gc_uss = Bench::Report.stats(floors.filter_map { |floor| floor.dig(:first_gc, :uss_after) })
+      gc_uss = Bench::Stats.summary(floors.filter_map { |floor| floor.dig(:first_gc, :uss_after) })
       served_uss = uss.call(:served_children)
       herd = @servers.find { |s| s.name == "herd" }
       monitor = (herd && runs(herd, app).any?) ? stats(herd, app)[:monitor][:median] : nil
@@ -200,7 +201,7 @@ module CowBench
 
     # The readings the app reported inside a request, 3 s after ab.
     def inside(server, app)
-      Bench::Report.stats(runs(server, app).filter_map { |run| run.dig(:inside, :total_pss) })
+      Bench::Stats.summary(runs(server, app).filter_map { |run| run.dig(:inside, :total_pss) })
     end
 
     def target(what, total, reference, goal)
@@ -212,11 +213,7 @@ module CowBench
       settle[:settled] ? "yes, #{settle[:seconds]} s" : "no: #{settle[:detail]}"
     end
 
-    def cell(stats, digits = 1)
-      return "-" unless stats && stats[:median]
-
-      format("%.#{digits}f (%.#{digits}f–%.#{digits}f)", stats[:median], stats[:min], stats[:max])
-    end
+    def cell(stats, digits = 1) = Bench::Stats.range(stats, "%.#{digits}f")
 
     def mib(value)
       value ? format("%.1f", value) : "-"

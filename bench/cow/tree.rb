@@ -2,10 +2,12 @@
 
 require "herd/memory"
 require_relative "servers"
+require_relative "../support/clock"
+require_relative "../support/processes"
+require_relative "../support/stats"
+require_relative "../support/units"
 
 module CowBench
-  MIB = 1048576.0
-
   # A running server's process tree: whether its rollout has settled, and
   # what it costs (Herd::Memory: Σ PSS of every process, children found
   # through /proc/PID/task/*/children of every thread).
@@ -23,12 +25,12 @@ module CowBench
     # gives up after SETTLE_TIMEOUT.
     # @return [Hash] :settled, :seconds, :generation, :detail (why not settled)
     def settle
-      started = HttpBench.now
+      started = Bench::Clock.now
       stable_since = signature = nil
       loop do
         processes = roles
         problem = problem(processes)
-        now = HttpBench.now
+        now = Bench::Clock.now
         current = processes.map { |process| process.values_at(:pid, :role, :generation) }
         stable_since = now if problem || current != signature
         signature = current
@@ -50,7 +52,7 @@ module CowBench
          pss: mib(row.sample.pss), uss: mib(row.sample.uss), private_dirty: mib(row.sample.private_dirty), rss: mib(row.sample.rss)}
       end
       workers = rows.select { |row| row[:role] == :worker }
-      median = ->(key) { Bench::Report.median(workers.map { |row| row[key] })&.round(2) }
+      median = ->(key) { Bench::Stats.median(workers.map { |row| row[key] })&.round(2) }
       sum = ->(role) { rows.select { |row| row[:role] == role }.sum { |row| row[:pss] }.round(1) }
       {total_pss: rows.sum { |row| row[:pss] }.round(1), processes: rows.size, workers: workers.size,
        worker_pss: median.call(:pss), worker_uss: median.call(:uss), worker_private_dirty: median.call(:private_dirty),
@@ -60,7 +62,7 @@ module CowBench
     private
 
     def roles
-      HttpBench.processes(@process.pid).map do |process|
+      Bench::Processes.of(@process.pid).map do |process|
         role, generation = @server.role.call(process[:title])
         process.merge(role: role, generation: generation)
       end
@@ -93,7 +95,7 @@ module CowBench
     end
 
     def mib(bytes)
-      (bytes / MIB).round(2)
+      (bytes / Bench::MIB).round(2)
     end
   end
 end

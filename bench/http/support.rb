@@ -9,13 +9,4 @@ module HttpBench
   ROOT = Bench::Report::ROOT
   HOST = Bench::HttpProbe::HOST
   GEM_HINT = "bundle config set --local with bench && bundle install"
-
-  # bench/cow still calls these three by these names.
-  module_function
-
-  def now = Bench::Clock.now
-
-  def loadavg = Bench::Report.loadavg
-
-  def processes(leader) = Bench::Processes.of(leader)
 end

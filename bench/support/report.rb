@@ -43,11 +43,6 @@ module Bench
       "#{prefix}ruby #{relative(script)} #{args.join(" ")}".strip
     end
 
-    # Bench::Stats under its former names, for bench/cow.
-    def median(values) = Stats.median(values)
-
-    def stats(values) = Stats.summary(values)
-
     # @param headers [Array<String>]
     # @param rows [Array<Array>] cells, converted with #to_s
     # @return [String]

@@ -3,10 +3,9 @@
 require "herd/memory"
 require_relative "clock"
 require_relative "processes"
+require_relative "units"
 
 module Bench
-  MIB = 1048576.0
-
   # Σ PSS of a server's process tree (Herd::Memory.tree of its root pid:
   # monitor or master, molds, workers, whatever they fork) every `interval`
   # seconds, in a thread of the driver (bench/rails, bench/reload, bench/cow).
