@@ -10,6 +10,10 @@
 # with herd plot, one picture per app.
 #
 #   bundle exec ruby bench/cow.rb [--reps N] [--only herd,pitchfork] [--apps constant,measuring,lazy] [--requests N] [--more N]
+#     [--baseline REF]
+#
+# --baseline REF also runs herd as it was at git revision REF (Bench::Baseline),
+# as server "herd@REF", interleaved with the others in the same run.
 #
 # Needs ab (apt-get update && apt-get install -y apache2-utils) and the
 # optional bench group for the peers (bundle config set --local with bench &&
@@ -25,6 +29,7 @@ require_relative "cow/runner"
 require_relative "cow/progress"
 require_relative "cow/summary"
 require_relative "cow/report"
+require_relative "support/baseline"
 require_relative "support/plot"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV
@@ -43,14 +48,15 @@ OptionParser.new do |opts|
   end
   opts.on("--requests N", Integer, "ab -n of the warm-up (default 500)") { |n| options[:requests] = n }
   opts.on("--more N", Integer, "then N more requests, settle and measure again (default 200, 0: off)") { |n| options[:more] = n }
+  opts.on("--baseline REF", "also run herd at this git revision, as herd@REF") { |ref| options[:baseline] = ref }
   opts.on("--report-only JSON", "rewrite the results from an earlier run's bench/results/cow.json") { |path| options[:from] = path }
 end.parse!
 
 # Σ PSS over time, one picture per app (bench/results/cow-APP.svg): a panel
 # per server, its first repetition, in the order of the tables.
 # @return [Hash] app name -> the SVG's file name, for the apps whose runs were recorded
-def plots(runs, apps)
-  order = CowBench::SERVERS.map(&:name)
+def plots(runs, apps, servers)
+  order = servers.map(&:name)
   pictures = apps.filter_map do |app|
     mine = runs.select { |run| run[:app] == app.name }.sort_by { |run| order.index(run[:server]) || order.size }
     path = Bench::Plot.write(mine, "cow-#{app.name}", title: "bench/cow, #{app.name} app: Σ PSS over time, by role (herd plot)",
@@ -63,11 +69,12 @@ end
 # Tables from the measurements; both files, or the measurements alone when
 # the tables fail (so that --report-only can try again).
 def publish(env:, options:, runs:, floors:)
-  servers = CowBench::SERVERS.select { |server| runs.any? { |run| run[:server] == server.name } }
+  all = CowBench.servers(options[:baseline])
+  servers = all.select { |server| runs.any? { |run| run[:server] == server.name } }
   apps = CowBench::APPS.select { |app| floors.any? { |floor| floor[:app] == app.name } }
   data = {environment: env, options: options, floors: floors, runs: runs}
   summary = CowBench::Summary.new(runs: runs, floors: floors, servers: servers, apps: apps)
-  report = CowBench::Report.new(env: env, summary: summary, apps: apps, options: options, plots: plots(runs, apps))
+  report = CowBench::Report.new(env: env, summary: summary, apps: apps, options: options, plots: plots(runs, apps, all))
   puts report.markdown
   paths = Bench::Report.write("cow", markdown: report.markdown, data: data.merge(summary: summary.to_h), line_depth: 3)
   warn "wrote #{paths.join(", ")}"
@@ -86,10 +93,16 @@ end
 ab_version = CowBench::Ab.version
 abort "bench/cow: #{CowBench::Ab::INSTALL_HINT}" unless ab_version
 apps = CowBench::APPS.select { |app| options[:apps].include?(app.name) }
-servers = CowBench::SERVERS.select do |server|
+abort "bench/cow: no such server or app in --only/--apps" if apps.empty?
+baseline = options[:baseline] && Bench::Baseline.extract(options[:baseline], bench: "bench/cow")
+if baseline # on every app, whatever --only says
+  options[:only] += [baseline.name]
+  options[:servers].transform_values! { |list| list + [baseline.name] }
+end
+servers = CowBench.servers(options[:baseline], baseline: baseline).select do |server|
   options[:only].include?(server.name) && apps.any? { |app| options[:servers][app.name].include?(server.name) }
 end
-abort "bench/cow: no such server or app in --only/--apps" if servers.empty? || apps.empty?
+abort "bench/cow: no such server or app in --only/--apps" if servers.empty?
 servers.each { |server| warn "#{server.name}: #{server.missing ? "skipped: #{server.missing}" : server.version}" }
 
 ab = CowBench::Ab.new(concurrency: options[:concurrency])
@@ -106,6 +119,8 @@ results = Dir.mktmpdir("bench-cow") do |logs|
     CowBench::Runner.new(servers: chosen.reject(&:missing), apps: [app], reps: options[:reps], requests: options[:requests],
       more: options[:more], ab: ab, logs: logs, progress: progress).call
   end
+ensure
+  baseline&.remove
 end
 env[:loadavg_end] = Bench::Report.loadavg
 env[:seconds] = (Bench::Clock.now - started).round(1)

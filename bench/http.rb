@@ -21,6 +21,7 @@ require "herd/version"
 require_relative "http/servers"
 require_relative "http/runner"
 require_relative "http/summary"
+require_relative "support/baseline"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV) # before OptionParser empties ARGV
 options = {reps: 3, duration: 10, warmup: 2, threads: 2, connections: 8, max_other_cpu: 0.25,
@@ -42,8 +43,8 @@ end.parse!
 wrk_version = HttpBench::Wrk.version
 abort "bench/http: #{HttpBench::Wrk::INSTALL_HINT}" unless wrk_version
 servers = HttpBench::SERVERS.select { |server| options[:only].include?(server.name) }
-baseline_dir = options[:baseline] && HttpBench.extract_herd(options[:baseline])
-servers.insert(1, HttpBench.baseline_server(options[:baseline], baseline_dir)) if baseline_dir
+baseline = options[:baseline] && Bench::Baseline.extract(options[:baseline], bench: "bench/http")
+servers.insert(1, HttpBench.baseline_server(baseline)) if baseline
 apps = HttpBench::APPS.select { |app| options[:apps].include?(app.name) }
 abort "bench/http: no such server or app in --only/--apps" if servers.empty? || apps.empty?
 servers.each { |server| warn "#{server.name}: #{server.missing ? "skipped: #{server.missing}" : server.version}" }
@@ -94,5 +95,5 @@ MD
 paths = Bench::Report.write("http", markdown: markdown,
   data: {environment: env, summary: summary.data, targets: summary.targets, hot_path_targets: summary.hot_path_targets,
          measurements: measurements})
-FileUtils.rm_rf(baseline_dir) if baseline_dir
+baseline&.remove
 warn "wrote #{paths.join(" and ")}"

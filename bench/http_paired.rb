@@ -19,9 +19,11 @@
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
+require "tmpdir"
 require "herd/version"
 require_relative "http/servers"
 require_relative "http/runner"
+require_relative "support/baseline"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
 options = {a: "herd", b: "unicorn", app: "hello", pairs: 12, duration: 3, warmup: 2, connections: 8}
@@ -38,8 +40,8 @@ end.parse!
 
 abort "bench/http_paired: #{HttpBench::Wrk::INSTALL_HINT}" unless HttpBench::Wrk.version
 servers = HttpBench::SERVERS.dup
-baseline_dir = options[:baseline] && HttpBench.extract_herd(options[:baseline])
-servers << HttpBench.baseline_server(options[:baseline], baseline_dir) if baseline_dir
+baseline = options[:baseline] && Bench::Baseline.extract(options[:baseline], bench: "bench/http_paired")
+servers << HttpBench.baseline_server(baseline) if baseline
 pick = lambda do |name|
   server = servers.find { |candidate| candidate.name == name } or
     abort "bench/http_paired: no server #{name.inspect} (#{servers.map(&:name).join(", ")}; herd@REF needs --baseline REF)"
@@ -82,7 +84,7 @@ pairs = Dir.mktmpdir("bench-http-paired") do |logs|
     processes.each_value(&:stop)
   end
 end
-FileUtils.rm_rf(baseline_dir) if baseline_dir
+baseline&.remove
 env[:loadavg_end] = Bench::Report.loadavg
 env[:seconds] = (Bench::Clock.now - started).round(1)
 

@@ -163,8 +163,16 @@ module CowBench
         - `puma-fork_worker`: `puma -C bench/cow/puma_fork_worker.rb` (`workers 4`, `threads 1, 1`,
           `fork_worker 100`, `preload_app! false`: Puma 8 would otherwise also load the app in its master);
         - `puma`: `workers 4`, `threads 1, 1`, `preload_app!`;
-        - `unicorn`: `worker_processes 4`, `preload_app true`.
+        - `unicorn`: `worker_processes 4`, `preload_app true`.#{baseline_note}
       MD
+    end
+
+    def baseline_note
+      ref = @options[:baseline]
+      return "" unless ref
+
+      "\n- `herd@#{ref}`: `herd` as it was at git revision #{ref} (its lib/ and exe/, its C extension built), " \
+        "same config and bundle."
     end
 
     def plots_markdown

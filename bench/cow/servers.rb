@@ -75,10 +75,11 @@ module CowBench
   end
 
   # @param env [Array<String>] NAME=value settings for Ruby (read at its start)
-  def self.herd(name, config, env: [])
+  # @param command [Array<String>] what runs herd
+  def self.herd(name, config, env: [], command: %w[bundle exec herd])
     server(name, gem: nil, config: config, port: :zero, ready: /ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/,
       argv: lambda { |app, _port, path|
-        (env.empty? ? [] : ["env", *env]) + %W[bundle exec herd serve #{app} -c #{path} -l #{HttpBench::HOST}:0]
+        (env.empty? ? [] : ["env", *env]) + command + %W[serve #{app} -c #{path} -l #{HttpBench::HOST}:0]
       },
       role: HERD_ROLE, log_check: HERD_LOG)
   end
@@ -107,4 +108,12 @@ module CowBench
     server("unicorn", gem: "unicorn", config: "unicorn.rb", role: UNICORN_ROLE,
       argv: ->(app, _port, path) { %W[bundle exec unicorn -c #{path} #{app}] })
   ].freeze
+
+  # SERVERS, with herd at git revision `ref` (--baseline REF) after herd, as herd@REF, with herd's config.
+  # @param baseline [Bench::Baseline, nil] where that herd is; nil when only its results are read
+  def self.servers(ref = nil, baseline: nil)
+    return SERVERS unless ref
+
+    SERVERS.dup.insert(1, herd("herd@#{ref}", "herd.rb", command: baseline&.command))
+  end
 end
