@@ -14,8 +14,9 @@
 # page of the gen-1 mold and workers (bench/yjit_memory/maps.rb) at three moments: gen 0 warmed, gen 1
 # ready (no request yet), gen 1 after its N/2 requests; each worker's pages of its own are compared with
 # the mold's at the same address. The probes (bench/yjit_memory/probe.rb) record YJIT's and the GC's
-# counters and the page faults inside each process at each step. One server at a time, stopped (QUIT
-# to the pid it spawned) before the next. Writes bench/results/yjit-memory-RUBY.json and prints tables.
+# counters and the page faults inside each process at each step. One server at a time
+# (Bench::ServerProcess), stopped (QUIT, then SIGKILL to what is left) before the next. Writes
+# bench/results/yjit-memory-RUBY.json and prints tables.
 
 require "json"
 require "optparse"
@@ -23,6 +24,9 @@ require "rbconfig"
 require "socket"
 require "tmpdir"
 require_relative "../lib/herd/memory"
+require_relative "support/clock"
+require_relative "support/server_process"
+require_relative "support/units"
 require_relative "yjit_memory/maps"
 
 module YjitMemoryBench
@@ -31,7 +35,9 @@ module YjitMemoryBench
   CONFIG = File.join(ROOT, "bench/yjit_memory/herd.rb")
   HERD = File.join(ROOT, "exe/herd")
   YJIT = {"RUBY_YJIT_ENABLE" => "1"}.freeze
-  MIB = 1024.0 * 1024
+  READY = /ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/
+  BOOT_TIMEOUT = 120
+  STOP_TIMEOUT = 60
 
   # name => environment of the server (nil unsets)
   VARIANTS = {
@@ -80,44 +86,32 @@ module YjitMemoryBench
 
     private
 
-    def start
-      @log = File.join(@dir, "herd.log")
+    def start = serve(APP)
+
+    # herd serve on `app`, with the variant's environment over `env`; ready once its log says on which port.
+    # Ruby 3.1 turns YJIT on for any value of RUBY_YJIT_ENABLE: unset it unless asked for.
+    def serve(app, env = {})
       probe_dir = File.join(@dir, "probes")
       Dir.mkdir(probe_dir)
       env = {"YJIT_MEM_PROBE_DIR" => probe_dir, "YJIT_MEM_PIDFILE" => File.join(@dir, "herd.pid"),
-             "RUBY_YJIT_ENABLE" => nil, "RUBYOPT" => nil}.merge(@env)
-      # Ruby 3.1 turns YJIT on for any value of RUBY_YJIT_ENABLE: unset it unless asked for.
-      @pid = Process.spawn(env, RbConfig.ruby, "-I", File.join(ROOT, "lib"), HERD, "serve", APP, "-c", CONFIG,
-        "-w", @workers.to_s, "-l", "127.0.0.1:0", out: @log, err: @log, pgroup: true)
-      @port = Integer(wait_log(/ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/)[1])
+             "RUBY_YJIT_ENABLE" => nil, "RUBYOPT" => nil}.merge(env, @env)
+      @server = Bench::ServerProcess.new(@name, [RbConfig.ruby, "-I", File.join(ROOT, "lib"), HERD, "serve", app, "-c", CONFIG,
+        "-w", @workers.to_s, "-l", "127.0.0.1:0"], env: env, chdir: ROOT, log_path: File.join(@dir, "herd.log"))
+      @port = @server.start(timeout: BOOT_TIMEOUT, awaiting: "herd's ready line", every: 0.1) { READY.match(@server.log)&.[](1)&.to_i }
+      @pid = @server.pid
       @result[:ruby] = `#{RbConfig.ruby} -v`.strip
     end
 
     def stop
-      return unless @pid
+      return unless @server
 
-      Process.kill(:QUIT, @pid)
-      Process.wait(@pid)
-    rescue Errno::ESRCH, Errno::ECHILD
-      nil
-    ensure
-      @result[:log_tail] = File.readlines(@log).last(60).map(&:chomp) if @log && File.exist?(@log)
-    end
-
-    def wait_log(pattern, timeout: 120)
-      deadline = Time.now + timeout
-      loop do
-        match = File.exist?(@log) && File.read(@log).match(pattern)
-        return match if match
-        raise "no #{pattern.source} in the log within #{timeout}s:\n#{File.read(@log)}" if Time.now > deadline
-
-        sleep 0.1
-      end
+      @server.stop("QUIT", timeout: STOP_TIMEOUT).each { |problem| warn "#{@name}: #{problem}" }
+      @result[:log_tail] = @server.log_tail(60).lines.map(&:chomp)
     end
 
     # Every worker of the tree is of this generation, one mold, the old mold gone.
     def wait_for_generation(generation, timeout: 120)
-      deadline = Time.now + timeout
+      deadline = Bench::Clock.now + timeout
       loop do
         titles = Herd::Memory.tree(@pid).rows.map(&:title)
         workers = titles.grep(/herd worker \d+ \(gen (\d+)\)/)
@@ -127,7 +121,7 @@ module YjitMemoryBench
           sleep 0.5
           return
         end
-        raise "generation #{generation} not settled: #{titles.inspect}" if Time.now > deadline
+        raise "generation #{generation} not settled: #{titles.inspect}" if Bench::Clock.now > deadline
 
         sleep 0.2
       end
@@ -171,6 +165,8 @@ module YjitMemoryBench
     end
   end
 
+  extend Bench::Units # mib
+
   module_function
 
   def main(argv)
@@ -198,8 +194,6 @@ module YjitMemoryBench
     File.write(out, JSON.pretty_generate({ruby: RUBY_DESCRIPTION, date: Time.now.utc.strftime("%Y-%m-%dT%H:%M:%SZ"), results: results}))
     warn "wrote #{out}"
   end
-
-  def mib(bytes) = format("%.1f", bytes / MIB)
 
   # Tables of one variant: the tree at each moment, and the gen-1 mold's and a worker's pages per kind.
   def summary(result)

@@ -43,16 +43,7 @@ module ConstantAppBench
     private
 
     def start
-      @log = File.join(@dir, "herd.log")
-      probe_dir = File.join(@dir, "probes")
-      Dir.mkdir(probe_dir)
-      env = {"YJIT_MEM_PROBE_DIR" => probe_dir, "YJIT_MEM_PIDFILE" => File.join(@dir, "herd.pid"),
-             "YJIT_MEM_PROBE_AT" => "1,25,50,100,119,121,150", "YJIT_MEM_TIMEOUT" => "600", "RACK_ENV" => "production",
-             "RUBY_YJIT_ENABLE" => nil, "RUBYOPT" => nil}.merge(@env)
-      @pid = Process.spawn(env, RbConfig.ruby, "-I", File.join(ROOT, "lib"), YjitMemoryBench::HERD, "serve", APP, "-c", YjitMemoryBench::CONFIG,
-        "-w", @workers.to_s, "-l", "127.0.0.1:0", out: @log, err: @log, pgroup: true, chdir: ROOT)
-      @port = Integer(wait_log(/ready: \d+ workers serving http:\/\/127\.0\.0\.1:(\d+)/, timeout: 120)[1])
-      @result[:ruby] = `#{RbConfig.ruby} -v`.strip
+      serve(APP, {"YJIT_MEM_PROBE_AT" => "1,25,50,100,119,121,150", "YJIT_MEM_TIMEOUT" => "600", "RACK_ENV" => "production"})
     end
   end
 
@@ -67,11 +58,11 @@ module ConstantAppBench
         yjit = probe[:yjit]
         next "#{probe[:event]}: YJIT off" unless yjit[:enabled]
 
-        "#{probe[:event]}: #{yjit[:compiled_iseq_count]} ISEQs compiled, code #{YjitMemoryBench.mib(yjit[:code_region_size])} MiB, " \
-          "yjit_alloc #{YjitMemoryBench.mib(yjit[:yjit_alloc_size])} MiB, live ISEQs #{yjit[:live_iseq_count]}, GCs #{probe[:gc][:count]} " \
+        "#{probe[:event]}: #{yjit[:compiled_iseq_count]} ISEQs compiled, code #{Bench::Units.mib(yjit[:code_region_size])} MiB, " \
+          "yjit_alloc #{Bench::Units.mib(yjit[:yjit_alloc_size])} MiB, live ISEQs #{yjit[:live_iseq_count]}, GCs #{probe[:gc][:count]} " \
           "(major #{probe[:gc][:major_gc_count]})"
       end
-      "- #{row[:title][/(mold|worker \d+)/]} (pid #{row[:pid]}, USS #{YjitMemoryBench.mib(row[:uss])} MiB): #{seen.last(3).join("; ")}"
+      "- #{row[:title][/(mold|worker \d+)/]} (pid #{row[:pid]}, USS #{Bench::Units.mib(row[:uss])} MiB): #{seen.last(3).join("; ")}"
     end
   end
 
