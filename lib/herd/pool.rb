@@ -64,19 +64,19 @@ module Herd
         raise ArgumentError, "job: must respond to #call (a lambda or a method), got #{job.inspect}"
       end
 
-      @settings = PoolSettings.build(**options)
+      settings = PoolSettings.build(**options)
       @lock = Mutex.new
-      @workers = Workers.new(@settings, job: job).start
+      @workers = Workers.new(settings, job: job).start
     end
 
     # @return [Symbol] :process, :thread or :inline
     def kind
-      @settings.kind
+      @workers.kind
     end
 
     # @return [Integer] number of workers
     def size
-      @settings.size
+      @workers.size
     end
 
     # @return [Array<Integer>] worker pids (empty for threads and inline)
