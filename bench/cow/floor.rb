@@ -19,7 +19,6 @@
 # JSON on stdout.
 
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
-require "io/wait"
 require "json"
 require "herd/heap"
 require "herd/memory"
@@ -30,11 +29,80 @@ requests = Integer(requests)
 forks = Integer(forks)
 serving = Integer(serving)
 
+DEADLINE = 300 # seconds for the forks to answer, so that a fork that hangs fails the run
+
+# A fork of this process and the parent's ends of its own two pipes: it
+# writes "." on ready each time it has served, and reads go for a byte (serve
+# more) or its EOF (exit). One pair per fork, so that no fork can take the
+# byte meant for another (with one go pipe for all, a fork that had served
+# its requests read the next fork's byte as its signal to exit: with
+# SERVING 1 two forks left at once and two waited for good), and so that a
+# fork that dies is seen at once (EOF on its ready pipe).
+Fork = Struct.new(:pid, :ready, :go)
+
+def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+# Forks a child that runs the block and exits 0, closing `others` first.
+# A child that raises prints its error, writes "!" and its message on
+# `report` for the parent to fail with, and exits 1.
+def fork_child(report, others)
+  Process.fork do
+    others.each(&:close)
+    yield
+    exit!(0)
+  rescue Exception => error # standard:disable Lint/RescueException
+    warn error.full_message(highlight: false)
+    begin
+      report.write("!#{error.class}: #{error.message.lines.first.to_s.chomp}")
+    rescue SystemCallError, IOError
+    end
+    exit!(1)
+  end
+end
+
+# What a fork that failed said ("!" and its error) or, at EOF, how it ended.
+def failure(child, answer)
+  said = (answer == "!") ? child.ready.read.to_s : nil
+  status = Process.wait2(child.pid).last
+  child.pid = nil
+  said ? "fork #{status.pid} failed (#{status}): #{said}" : "fork #{status.pid} ended before it answered (#{status})"
+end
+
+# Kills the forks still there and fails the run with `message`.
+def fail_run(children, message)
+  children.each do |child|
+    next unless child.pid
+
+    Process.kill(:KILL, child.pid)
+    Process.wait(child.pid)
+  rescue Errno::ESRCH, Errno::ECHILD
+  end
+  abort "floor.rb: #{message}"
+end
+
+# Reads one "." from each fork; fails the run as soon as one fails or
+# ends, or when one has not answered within DEADLINE.
+def await(children)
+  deadline = now + DEADLINE
+  pending = children.dup
+  until pending.empty?
+    readable, = IO.select(pending.map(&:ready), nil, nil, [deadline - now, 0].max)
+    fail_run(children, "#{pending.size} fork(s) did not answer within #{DEADLINE} s") unless readable
+    readable.each do |io|
+      child = pending.find { |candidate| candidate.ready == io }
+      answer = io.read_nonblock(1, exception: false)
+      next if answer == :wait_readable
+
+      (answer == ".") ? pending.delete(child) : fail_run(children, failure(child, answer))
+    end
+  end
+end
+
 serve = CowBench::InProcess.server(app_path)
 
-started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+started = now
 requests.times { serve.call }
-warm_seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+warm_seconds = now - started
 GC.start(full_mark: true, immediate_sweep: true)
 solo = Herd::Memory.sample
 
@@ -42,54 +110,53 @@ Herd::Heap.prepare(seal_malloc: true)
 sealed = Herd::Memory.sample
 first_gc = lambda do
   reader, writer = IO.pipe
-  pid = Process.fork do
-    reader.close
+  pid = fork_child(writer, [reader]) do
     serve.call
     before = Herd::Memory.sample.uss
     GC.start(full_mark: false, immediate_sweep: true)
     writer.write(JSON.generate(before: before, after: Herd::Memory.sample.uss))
-    exit!(0)
   end
   writer.close
-  figures = JSON.parse(reader.read, symbolize_names: true)
-  Process.wait(pid)
-  figures
+  said = reader.read
+  reader.close
+  status = Process.wait2(pid).last
+  abort "floor.rb: the first-GC fork #{pid} failed (#{status}): #{said.delete_prefix("!")}" unless status.success?
+  JSON.parse(said, symbolize_names: true)
 end.call
-ready_reader, ready_writer = IO.pipe
-go_reader, go_writer = IO.pipe
-go = -> { go_reader.sysread(1) rescue nil } # standard:disable Style/RescueModifier
-children = Array.new(forks) do
-  Process.fork do
-    ready_reader.close
-    go_writer.close
+
+ready_pipes = Array.new(forks) { IO.pipe }
+go_pipes = Array.new(forks) { IO.pipe }
+children = ready_pipes.zip(go_pipes).map do |(ready_reader, ready_writer), (go_reader, go_writer)|
+  others = (ready_pipes + go_pipes).flatten - [ready_writer, go_reader]
+  pid = fork_child(ready_writer, others) do
     serve.call
     ready_writer.write(".")
-    # One byte each, unbuffered (IO#read may take every child's byte at
-    # once); EOF when the parent is done.
-    exit!(0) unless go.call
+    next unless go_reader.read(1) # EOF: the parent is done
     (serving - 1).times { serve.call }
     ready_writer.write(".")
-    go.call
-    exit!(0)
+    go_reader.read # until EOF: the parent has sampled
   end
+  Fork.new(pid, ready_reader, go_writer)
 end
-ready_writer.close
-go_reader.close
-DEADLINE = 300 # seconds for the forks to answer, so that a fork that died fails the run
+ready_pipes.each { |_reader, writer| writer.close }
+go_pipes.each { |reader, _writer| reader.close }
 sample = lambda do
-  answers = +""
-  while answers.size < forks
-    abort "floor.rb: #{forks - answers.size} fork(s) did not answer within #{DEADLINE} s" unless ready_reader.wait_readable(DEADLINE)
-    answers << (ready_reader.readpartial(forks - answers.size) rescue abort("floor.rb: a fork died")) # standard:disable Style/RescueModifier
-  end
+  await(children)
   sleep 0.5 # let the children's writes settle before sampling
   Herd::Memory.tree(Process.pid)
 end
 idle = sample.call
-go_writer.write("." * forks)
+children.each do |child|
+  child.go.write(".")
+rescue Errno::EPIPE # it is gone: await says how
+end
 served = sample.call
-go_writer.close
-children.each { |pid| Process.wait(pid) }
+children.each { |child| child.go.close }
+children.each do |child|
+  status = Process.wait2(child.pid).last
+  child.pid = nil
+  fail_run(children, "fork #{status.pid} failed (#{status}) after it answered") unless status.success?
+end
 
 mib = ->(bytes) { (bytes / 1048576.0).round(2) }
 uss = ->(tree) { tree.rows.drop(1).map { |row| mib.call(row.sample.uss) } }

@@ -34,3 +34,9 @@ module Herd
   # answered something else than herd's stats.
   class ControlError < Error; end
 end
+
+module Herd
+  # A job system herd runs (`herd sidekiq`) is missing, misconfigured or
+  # stopped by itself; the message says what to do.
+  class JobsError < Error; end
+end

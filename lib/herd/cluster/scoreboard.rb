@@ -98,6 +98,16 @@ module Herd
         @memory.write_ints(number * SLOT_BYTES, values)
       end
 
+      # Worker side: the count alone, while the worker stays busy (a job
+      # worker finishes jobs while others run).
+      # @param number [Integer] the worker's slot
+      # @param requests [Integer] done so far
+      def count(number, requests)
+        values = (@count_values ||= [0])
+        values[0] = requests
+        @memory.write_ints(number * SLOT_BYTES + REQUESTS_OFFSET, values)
+      end
+
       # Monitor side.
       # @return [Array(Float, String), nil] seconds since the request started and
       #   its request line, or nil when idle

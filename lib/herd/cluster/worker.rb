@@ -27,6 +27,8 @@ module Herd
 
       # @return [Scoreboard, nil] the shared scoreboard, when this worker has a slot on it
       attr_reader :scoreboard
+      # @return [WorkerInfo] its number, generation, pid and count of units of work
+      attr_reader :info
 
       # @param slot [Integer, nil] its place on the scoreboard, given by the monitor
       # @param surge [Boolean] it replaces a worker that serves until this one is ready
@@ -52,7 +54,8 @@ module Herd
       def run(inherited_signals = nil)
         title
         adopted_by_monitor
-        @signals = ChildSignals.new(log, role, @context.monitor_pid, starting: true)
+        @signals = ChildSignals.new(log, role, @context.monitor_pid, starting: true,
+          graceful: @service.graceful_term?)
         inherited_signals&.close
         Forking.keep_own(@link.io, *@service.ios, config.log_io, @signals.io)
         # First, so that the monitor can kill us if what follows hangs.
@@ -141,6 +144,25 @@ module Herd
         report_jit if @jit
       end
 
+      # Where many units run at once (a job worker's threads), its loop
+      # reports from the main thread: how many are done so far, and what
+      # runs now. The monitor counts `done` as it counts requests
+      # (refork_after, /stats), and shows `running` as a request line.
+      # @param done [Integer]
+      # @param running [Array(String, String), nil] like {#busy}'s arguments
+      #   (e.g. "jobs", "HardJob, MailJob"); nil when nothing runs
+      def progress(done, running)
+        counted = done != @info.requests
+        @info.requests = done
+        report_late_loads if counted && @late_loads
+        if running == @running
+          report_count(running) if counted
+        else
+          running ? busy(*running) : report_idle
+          @running = running
+        end
+      end
+
       private
 
       def adopted_by_monitor
@@ -156,8 +178,18 @@ module Herd
       # Signals are acted on between units of work, like the monitor's messages.
       def handle_signals
         @signals.take.each do |action|
-          (action == :stop) ? @stopping = true : LogFiles.reopen_and_log(log, role)
+          case action
+          when :stop then @stopping = true
+          when :reopen_logs then LogFiles.reopen_and_log(log, role)
+          when :quiet then quiet
+          end
         end
+      end
+
+      def quiet
+        return @loop.quiet if @loop.respond_to?(:quiet)
+
+        log.info(role, "SIGTSTP ignored: a #{@service} worker has no quiet state; QUIT stops it gracefully")
       end
 
       def out_of_band_gc
@@ -189,6 +221,15 @@ module Herd
         @link.send_message(Protocol::Idle.new(@info.requests))
       end
 
+      # The count while still busy: on the scoreboard alone; over the link
+      # as an idle then a busy message.
+      def report_count(running)
+        return @scoreboard.count(@slot, @info.requests) if @scoreboard
+
+        report_idle
+        busy(*running)
+      end
+
       def title_now_and_then(now)
         return if @titled_at && now - @titled_at < 1
 
@@ -212,7 +253,10 @@ module Herd
       end
 
       # Forks the next mold from this warmed process, as a sibling (double
-      # fork), and goes back to work: capacity never drops.
+      # fork), and goes back to work. The loop says what its work does
+      # meanwhile: an HTTP worker forks between two requests, a job worker
+      # finishes its jobs first (no thread may be inside a job at the fork),
+      # so the new mold's clock starts over before that (Deadlines#preparing).
       def promote(generation, mold_io)
         return unless mold_io
         # Refused on the new mold's own link: the monitor reads the refusal
@@ -224,14 +268,17 @@ module Herd
           return refusal.close
         end
 
-        release_connections
+        Link.new(mold_io).send_message(Protocol::Preparing.new)
         mold = Mold.new(generation: generation, service: @service, context: @context)
         signals = @signals
         work = @loop
-        Forking.double_fork do
-          @link.io.close
-          work.leave
-          mold.run_promoted(Link.new(mold_io), @app, signals)
+        work.forking do
+          release_connections
+          Forking.double_fork do
+            @link.io.close
+            work.leave
+            mold.run_promoted(Link.new(mold_io), @app, signals)
+          end
         end
         mold_io.close
       end

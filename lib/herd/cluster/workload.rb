@@ -37,7 +37,7 @@ module Herd
       # place) until the server stops. One killed already is left alone.
       # @return [String, nil] the request line of a request past `timeout`
       def overdue(child, timeout)
-        return nil if !child.worker? || child.killed || !(child.ready? || child.state == :stopping)
+        return nil if !timeout || !child.worker? || child.killed || !(child.ready? || child.state == :stopping)
 
         elapsed, label = current(child)
         label if elapsed && elapsed > timeout

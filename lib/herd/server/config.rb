@@ -57,7 +57,8 @@ module Herd
       end
 
       setting :workers, -> { CPU.count }, SettingChecks.whole(0)
-      setting :timeout, 30, SettingChecks.seconds
+      # false: no limit (herd's job workers, whose jobs take their time)
+      setting :timeout, 30, SettingChecks.off_or_seconds
       setting :spawn_timeout, 30, SettingChecks.seconds
       setting :shutdown_timeout, 30, SettingChecks.seconds
       setting :refork_after, false, SettingChecks.schedule
@@ -200,7 +201,8 @@ module Herd
           raise ConfigError, "rollout_max_unavailable and rollout_max_surge are both 0: a rollout could never " \
             "replace a worker; set rollout_max_surge 1 (replacements first) or rollout_max_unavailable 1"
         end
-        if @app.nil? && !File.file?(@rackup)
+        # rackup nil: job workers, which serve no Rack app
+        if @rackup && @app.nil? && !File.file?(@rackup)
           raise ConfigError, "no Rack app file at #{File.expand_path(@rackup)}; pass one: herd serve path/to/config.ru"
         end
         # Checked here, once, rather than by every worker in a crash loop

@@ -81,6 +81,11 @@ module Herd
         finish_pending
       end
 
+      # A promotion forks the next mold between two requests: nothing to pause.
+      def forking
+        yield
+      end
+
       # In the new mold forked from this worker: its workers open their own
       # access log, and the connections held here are this worker's (their
       # clients would never see this worker's close).

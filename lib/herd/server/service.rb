@@ -85,6 +85,12 @@ module Herd
         RequestLoop.new(worker, app, @listeners, context)
       end
 
+      # TERM and INT end a worker at once (Unicorn's and Puma's way); QUIT is graceful.
+      # @return [false]
+      def graceful_term?
+        false
+      end
+
       # In the monitor, as it stops.
       def close
         @listeners.each(&:close)

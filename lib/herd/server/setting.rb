@@ -70,6 +70,15 @@ module Herd
         end
       end
 
+      # @return [Proc] false, or a number of seconds > 0
+      def off_or_seconds
+        lambda do |name, value|
+          return if value == false || (value.is_a?(Numeric) && value.positive?)
+
+          raise ConfigError, "#{name} must be false or a number of seconds > 0, e.g. 30; got #{value.inspect}"
+        end
+      end
+
       # @return [Proc] a number of seconds >= 0
       def seconds_or_zero
         lambda do |name, value|

@@ -24,16 +24,23 @@ module Herd
 
       # @param file [String, nil] the config file named by the user
       # @param env [Hash] the environment
-      def initialize(file: nil, env: ENV)
+      # @param conventional_file [String] read when it exists and no file is named
+      # @param workers_env [String] the environment variable that sets the workers
+      # @param listens [Boolean] false: PORT is not ours (job workers bind nothing)
+      def initialize(file: nil, env: ENV, conventional_file: CONVENTIONAL_FILE, workers_env: "WEB_CONCURRENCY",
+        listens: true)
         @file = file
         @env = env
+        @conventional_file = conventional_file
+        @workers_env = workers_env
+        @listens = listens
       end
 
       # @return [String, nil] the config file that will be read
       def file
         return @file if @file
 
-        CONVENTIONAL_FILE if File.file?(CONVENTIONAL_FILE)
+        @conventional_file if File.file?(@conventional_file)
       end
 
       # @param flags [Flags] what the command line said
@@ -52,12 +59,12 @@ module Herd
       private
 
       def apply_environment(config)
-        if (count = present("WEB_CONCURRENCY"))
+        if (count = present(@workers_env))
           config.workers = Integer(count, 10, exception: false) ||
-            raise(ConfigError, "WEB_CONCURRENCY must be a whole number of workers, got #{count.inspect}")
-          config.origins[:workers] = "WEB_CONCURRENCY"
+            raise(ConfigError, "#{@workers_env} must be a whole number of workers, got #{count.inspect}")
+          config.origins[:workers] = @workers_env
         end
-        return unless (port = present("PORT"))
+        return unless @listens && (port = present("PORT"))
 
         config.replace_listeners(["#{PORT_HOST}:#{port}"])
         config.origins[:listen] = "PORT"
