@@ -16,7 +16,8 @@
 # heap page: the GC writes to every heap page's descriptor). Then the children serve
 # SERVING requests in all and the tree is sampled again: what plain forks of
 # a warmed process cost once they serve, under Ruby's GC settings. Prints
-# JSON on stdout.
+# JSON on stdout. A fork that raises or ends before its time fails the run
+# at once, with the fork's error on the last line of stderr.
 
 $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
 require "json"
@@ -35,10 +36,11 @@ DEADLINE = 300 # seconds for the forks to answer, so that a fork that hangs fail
 # writes "." on ready each time it has served, and reads go for a byte (serve
 # more) or its EOF (exit). One pair per fork, so that no fork can take the
 # byte meant for another (with one go pipe for all, a fork that had served
-# its requests read the next fork's byte as its signal to exit: with
-# SERVING 1 two forks left at once and two waited for good), and so that a
-# fork that dies is seen at once (EOF on its ready pipe).
-Fork = Struct.new(:pid, :ready, :go)
+# its requests could read another's byte as its signal to exit, which left
+# that one waiting for good and the parent waiting for its answer: nearly
+# always with SERVING 1), and so that a fork that dies is seen at once (EOF
+# on its ready pipe).
+Child = Struct.new(:pid, :ready, :go)
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
@@ -136,7 +138,7 @@ children = ready_pipes.zip(go_pipes).map do |(ready_reader, ready_writer), (go_r
     ready_writer.write(".")
     go_reader.read # until EOF: the parent has sampled
   end
-  Fork.new(pid, ready_reader, go_writer)
+  Child.new(pid, ready_reader, go_writer)
 end
 ready_pipes.each { |_reader, writer| writer.close }
 go_pipes.each { |reader, _writer| reader.close }
