@@ -19,7 +19,7 @@ module Herd
         # Caught and logged, nothing else: their default action is to terminate.
         IGNORED = %w[ALRM PROF IO PWR XCPU XFSZ].freeze
         # Every signal the monitor catches.
-        NAMES = (%w[QUIT TERM INT TTIN TTOU CHLD USR1 USR2 HUP WINCH] + IGNORED).freeze
+        NAMES = (%w[QUIT TERM INT TSTP TTIN TTOU CHLD USR1 USR2 HUP WINCH] + IGNORED).freeze
         # Seconds an immediate stop (INT) gives the children before SIGKILL.
         IMMEDIATE_GRACE = 2
 
@@ -37,7 +37,9 @@ module Herd
         def on_signal(signal)
           case signal
           when "QUIT", "TERM" then stop(:graceful, signal)
-          when "INT" then stop(:immediate, signal)
+          # Job systems finish their jobs on INT too (Ctrl-C in a terminal).
+          when "INT" then stop(@service.graceful_term? ? :graceful : :immediate, signal)
+          when "TSTP" then quiet
           when "TTIN" then resize(@plan.target + 1)
           when "TTOU" then resize([@plan.target - 1, 0].max)
           when "USR1" then reopen_logs
@@ -56,7 +58,7 @@ module Herd
           @plan.stop!
           Systemd.notify("STOPPING=1")
           if how == :graceful
-            log("#{signal}: graceful stop, waiting up to #{config.shutdown_timeout}s for requests in flight")
+            log("#{signal}: graceful stop, waiting up to #{config.shutdown_timeout}s for the work in hand")
             @children.each { |child| @children.stop(child) }
             @deadlines.stop_within(config.shutdown_timeout)
           else
@@ -67,6 +69,16 @@ module Herd
         end
 
         private
+
+        # TSTP: job workers take no new job (before a TERM, as Sidekiq's
+        # deploys do); its default action would stop the monitor.
+        def quiet
+          return log("TSTP ignored: #{@service} has no quiet state") unless @service.graceful_term?
+
+          workers = @children.select(&:worker?)
+          log("TSTP: quieting #{workers.size} worker(s): no new job; stop them with TERM or QUIT")
+          workers.each { |child| @children.signal(child, :TSTP) }
+        end
 
         def resize(target)
           return if !@plan.running? || target == @plan.target
