@@ -44,8 +44,9 @@ module Herd
 
     # Runs exe/herd with arguments.
     # @return [Array(String, String, Process::Status)]
-    def herd_cli(*args, env: {})
-      Open3.capture3(PLAIN_RUBY.merge(env), RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "herd"), *args)
+    def herd_cli(*args, env: {}, chdir: Dir.pwd)
+      Open3.capture3(PLAIN_RUBY.merge(env), RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(ROOT, "exe", "herd"), *args,
+        chdir: chdir)
     end
 
     # Kills a child this test forked and reaps it (nil: nothing was forked).

@@ -39,7 +39,7 @@ class ServerConfigFileTest < Herd::Test
   MESSAGES = {
     "workers -1" => "workers must be a whole number >= 0, got -1",
     "workers :many" => "workers must be a whole number >= 0, got :many",
-    "timeout 0" => "timeout must be a number of seconds > 0, got 0",
+    "timeout 0" => "timeout must be false or a number of seconds > 0, e.g. 30; got 0",
     "spawn_timeout '3'" => %(spawn_timeout must be a number of seconds > 0, got "3"),
     "shutdown_timeout -1" => "shutdown_timeout must be a number of seconds > 0, got -1",
     "refork_after [0]" => "refork_after must be false or a list of request counts > 0, e.g. [50, 100, 1000]; got [0]",

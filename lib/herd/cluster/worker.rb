@@ -187,7 +187,10 @@ module Herd
       end
 
       def quiet
-        return @loop.quiet if @loop.respond_to?(:quiet)
+        if @loop.respond_to?(:quiet)
+          log.info(role, "SIGTSTP: quiet, taking no new work; QUIT or TERM stops it")
+          return @loop.quiet
+        end
 
         log.info(role, "SIGTSTP ignored: a #{@service} worker has no quiet state; QUIT stops it gracefully")
       end
