@@ -63,6 +63,16 @@ class JobWorkersTest < Herd::Test
     assert_empty claimed
   end
 
+  def test_hup_boots_a_fresh_mold_and_rolls_the_workers_onto_it
+    start(workers: 2)
+    enqueue(30, 0.05)
+    @server.signal(:HUP)
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/)
+    [0, 1].each { |number| @server.wait_for(/worker #{number} \(gen 1\), pid \d+ ready/) }
+    wait_until("30 jobs done") { done.size == 30 }
+    assert_empty claimed
+  end
+
   def test_tstp_quiets_every_worker_until_it_stops
     start(workers: 2)
     mark = @server.mark
