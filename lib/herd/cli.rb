@@ -15,6 +15,8 @@ module Herd
       "serve" => ["herd/cli/serve", "Serve", "run a Rack app: monitor, mold and workers (herd serve config.ru)"],
       "sidekiq" => ["herd/cli/sidekiq", "Sidekiq",
         "run Sidekiq processes forked from one mold, reforked (herd sidekiq -w 4 -- -q default)"],
+      "solid_queue" => ["herd/cli/solid_queue", "SolidQueue",
+        "run config/queue.yml's Solid Queue processes forked from one mold, reforked"],
       "refork" => ["herd/cli/refork", "Refork", "ask a running server to refork now (herd refork MONITOR_PID)"],
       "mem" => ["herd/cli/mem", "Mem", "memory of a process or process tree (PSS, USS, shared)"],
       "plot" => ["herd/cli/plot", "Plot",
@@ -37,7 +39,7 @@ module Herd
       case name
       when nil, "help", "-h", "--help" then help
       when "version", "-v", "--version" then @out.puts("herd #{VERSION}") || 0
-      else command(name).new(out: @out, err: @err, **(%w[serve sidekiq].include?(name) ? {debug: debug} : {})).run(argv)
+      else command(name).new(out: @out, err: @err, **(%w[serve sidekiq solid_queue].include?(name) ? {debug: debug} : {})).run(argv)
       end
     rescue UsageError => e
       fail_with(e, debug, 2, hint: "see `herd help`")

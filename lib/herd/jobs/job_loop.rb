@@ -18,7 +18,8 @@ module Herd
       LABEL = "jobs"
 
       # @param worker [Cluster::Worker]
-      # @param engine [#start, #beat, #quiet, #stop, #alive?, #leave, #tally] the job system (e.g. {SidekiqEngine})
+      # @param engine [#start, #beat, #quiet, #stop, #alive?, #leave, #tally] the job system
+      #   ({SidekiqEngine}, {SolidQueueEngine})
       def initialize(worker, engine)
         @worker = worker
         @engine = engine
@@ -70,8 +71,7 @@ module Herd
       private
 
       def start
-        info = @worker.info
-        @engine.start("herd worker #{info.number} gen #{info.generation}")
+        @engine.start(@worker.info)
       end
 
       def stop

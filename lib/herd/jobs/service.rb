@@ -13,7 +13,7 @@ module Herd
     # is a {JobLoop} around the job system's engine.
     # @api private
     class Service
-      # @param engine [SidekiqEngine] the job system
+      # @param engine [SidekiqEngine, SolidQueueEngine] the job system
       def initialize(engine)
         @engine = engine
       end
@@ -49,6 +49,7 @@ module Herd
         require "herd"
         log.info(role, @engine.boot)
         warn_about_shutdown(config, log, role)
+        warn_about_plan(config, log, role) if @engine.respond_to?(:plan)
         @engine
       end
 
@@ -60,6 +61,16 @@ module Herd
 
         log.info(role, "warning: shutdown_timeout #{config.shutdown_timeout}s is shorter than #{@engine}'s own " \
           "stop (#{needed}s); jobs still running at a stop would be lost, not requeued: set shutdown_timeout #{needed}")
+      end
+
+      # A job system whose configuration declares several workers (Solid
+      # Queue's queue.yml): fewer herd workers than that leave some out.
+      def warn_about_plan(config, log, role)
+        plan = @engine.plan
+        return if config.workers >= plan.size
+
+        log.info(role, "warning: #{@engine}'s configuration declares #{plan.size} workers (#{plan.join(", ")}); " \
+          "#{config.workers} herd worker(s) run only the first #{config.workers}: set workers #{plan.size} (-w #{plan.size})")
       end
 
       # In a fresh mold, before its heap is prepared: the database

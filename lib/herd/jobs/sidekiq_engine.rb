@@ -51,11 +51,11 @@ module Herd
       end
 
       # In a worker: Sidekiq's threads start fetching and running jobs.
-      # @param name [String] shown in Sidekiq's Web UI among the process's labels
-      def start(name)
+      # @param info [Cluster::WorkerInfo] shown in Sidekiq's Web UI among the process's labels
+      def start(info)
         forget_parent unless @pid == Process.pid
         @config[:lifecycle_events].each { |event, hooks| hooks.replace(@events.fetch(event, [])) }
-        @config[:labels].replace(@labels + [name])
+        @config[:labels].replace(@labels + ["herd worker #{info.number} gen #{info.generation}"])
         @launcher = ::Sidekiq::Launcher.new(@config, embedded: false)
         @launcher.fire_event(:startup, reverse: false, reraise: true)
         @launcher.run(async_beat: false)
