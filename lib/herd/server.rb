@@ -16,7 +16,15 @@ module Herd
     # @param config [Config]
     # @return [Integer] exit status
     def self.run(config)
-      Cluster::Monitor.new(config, service: Service.new).run
+      Cluster::Monitor.new(config, service: service(config)).run
+    end
+
+    # @return [Service, Jobs::BesideWeb] HTTP, with job workers after the web workers when `jobs` says so
+    def self.service(config)
+      return Service.new unless config.jobs
+
+      require_relative "jobs/beside_web"
+      Jobs::BesideWeb.new(Service.new, Jobs::Service.new(config.jobs.engine))
     end
   end
 end

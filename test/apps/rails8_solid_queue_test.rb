@@ -89,6 +89,35 @@ class RailsSolidQueueTest < Herd::Test
     assert_empty finished & long.map { |id| "finished.#{id}" }
   end
 
+  # `herd serve` with `jobs :solid_queue` in config/herd.rb: the web
+  # worker and the job worker come from one mold, and a refork rolls both.
+  def test_web_and_solid_queue_workers_from_one_mold
+    File.write(File.join(@dir, "config/herd.rb"), <<~RUBY)
+      listen "127.0.0.1:0"
+      workers 1
+      jobs :solid_queue, processes: 1
+    RUBY
+    @server = Herd::ServerProcess.new(["bundle", "exec", "herd", "serve", "-c", "config/herd.rb"], dir: @dir,
+      env: Herd::AppServer.env(ENV_VARS), unsetenv_others: true, logs: {out: "herd.stdout.log", err: "herd.stderr.log"},
+      timeout: 90)
+    @server.wait_for(/monitor: ready: 2 workers serving \S+, and running Solid Queue jobs/)
+    assert_includes @server.get("/up"), "HTTP/1.1 200 OK"
+    jobs = enqueue(10, 0.02)
+    wait_for_finished(jobs)
+    job_worker = Integer(@server.wait_for(/monitor: worker 1 \(gen 0\), pid (\d+) ready/)[1])
+    assert_equal [job_worker], finished_pids(jobs).uniq
+
+    mark = @server.mark
+    @server.signal(:USR2)
+    [0, 1].each { |number| @server.wait_for(/monitor: worker #{number} \(gen 1\), pid \d+ ready/, after: mark, timeout: 120) }
+    jobs = enqueue(5, 0.02)
+    wait_for_finished(jobs)
+    assert_includes @server.get("/up"), "HTTP/1.1 200 OK"
+    Herd::Waiting.wait_until("only generation 1's rows", timeout: 60, detail: -> { process_rows.inspect }) do
+      process_rows.map { |row| row[:herd] }.uniq == ["herd worker 1 gen 1"]
+    end
+  end
+
   private
 
   def start(workers:)

@@ -14,7 +14,8 @@ class DeadlinesTest < Herd::Test
     @out = StringIO.new
     @children = Herd::Cluster::Children.new
     context = Herd::Cluster::Context.new(config: Herd::Server::Config.new, log: Herd::Cluster::Log.new(@out))
-    @deadlines = Herd::Cluster::Deadlines.new(children: @children, context: context, workload: Workload.new)
+    @deadlines = Herd::Cluster::Deadlines.new(children: @children, context: context, workload: Workload.new,
+      service: Herd::Server::Service.new)
   end
 
   # A child without a pid is not signalled: enforce hands it to the block.
@@ -74,7 +75,7 @@ class DeadlinesTest < Herd::Test
   # killed again while the monitor waits to reap it.
   def test_a_stopping_worker_past_timeout_is_killed_once
     deadlines = Herd::Cluster::Deadlines.new(children: @children, workload: Herd::Cluster::Workload.new(nil),
-      context: Herd::Cluster::Context.new(config: Herd::Server::Config.new, log: Herd::Cluster::Log.new(@out)))
+      service: Herd::Server::Service.new, context: Herd::Cluster::Context.new(config: Herd::Server::Config.new, log: Herd::Cluster::Log.new(@out)))
     stuck = @children.add(Herd::Cluster::Child.new(role: :worker, number: 1, generation: 0, state: :stopping,
       busy_since: Herd::Clock.now - 31, busy_with: "GET /stuck"))
     @children.add(Herd::Cluster::Child.new(role: :worker, number: 0, generation: 0, state: :stopping,

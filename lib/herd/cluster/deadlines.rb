@@ -15,10 +15,12 @@ module Herd
       # @param children [Children]
       # @param context [Context]
       # @param workload [Workload]
-      def initialize(children:, context:, workload:)
+      # @param service [#job_worker?] job workers have no `timeout`
+      def initialize(children:, context:, workload:, service:)
         @children = children
         @context = context
         @workload = workload
+        @service = service
         @stop_at = nil
       end
 
@@ -50,7 +52,7 @@ module Herd
         return kill_all("shutdown timeout reached") if @stop_at && Clock.now > @stop_at
 
         @children.each do |child|
-          if (label = @workload.overdue(child, config.timeout))
+          if (label = @workload.overdue(child, timeout(child)))
             log("#{child} timed out after #{config.timeout}s on #{label}; killing it")
             @context.telemetry&.count(:timeouts)
             child.busy_since = nil
@@ -68,6 +70,10 @@ module Herd
       end
 
       private
+
+      def timeout(child)
+        config.timeout unless child.worker? && @service.job_worker?(child.number, config)
+      end
 
       def late(child)
         return "was not ready within spawn_timeout (#{config.spawn_timeout}s)" unless child.spawn_budget

@@ -57,7 +57,7 @@ module Herd
         @log = log
         @children = Children.new
         @recovery = Recovery.new
-        @plan = Plan.new(config.workers)
+        @plan = Plan.new(config.process_count)
         @telemetry = Telemetry.new
       end
 
@@ -104,7 +104,7 @@ module Herd
         @spawner = Spawner.new(children: @children, context: @context, service: @service, signals: @signal_queue,
           workload: @workload, monitor_ios: -> { @instruments.ios })
         @rollout = Rollout.new(children: @children, context: @context, spawner: @spawner, workload: @workload)
-        @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload)
+        @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload, service: @service)
         @signals = Signals.new(context: @context, plan: @plan, children: @children, rollout: @rollout,
           spawner: @spawner, deadlines: @deadlines, service: @service)
         @reaper = Reaper.new(context: @context, plan: @plan, children: @children, telemetry: @telemetry,
@@ -116,7 +116,7 @@ module Herd
       # HERD_SCOREBOARD_SLOTS exists for the tests of workers without a slot.
       def scoreboard_slots
         value = ENV["HERD_SCOREBOARD_SLOTS"]
-        return [SCOREBOARD_SLOTS, @config.workers * 4].max if value.nil?
+        return [SCOREBOARD_SLOTS, @config.process_count * 4].max if value.nil?
 
         Integer(value, 10).tap { |slots| raise ArgumentError if slots.negative? }
       rescue ArgumentError

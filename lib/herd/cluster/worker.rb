@@ -55,7 +55,7 @@ module Herd
         title
         adopted_by_monitor
         @signals = ChildSignals.new(log, role, @context.monitor_pid, starting: true,
-          graceful: @service.graceful_term?)
+          graceful: @service.job_worker?(@info.number, config))
         inherited_signals&.close
         Forking.keep_own(@link.io, *@service.ios, config.log_io, @signals.io)
         # First, so that the monitor can kill us if what follows hangs.

@@ -88,9 +88,11 @@ module Herd
         JobLoop.new(worker, engine)
       end
 
-      # Job systems stop gracefully on TERM (Sidekiq, Solid Queue), and so do herd's job workers.
+      # Every worker runs jobs: TERM and INT stop it gracefully (as they
+      # stop Sidekiq's and Solid Queue's processes), TSTP quiets it, and
+      # no `timeout` applies to its jobs.
       # @return [true]
-      def graceful_term?
+      def job_worker?(_number, _config)
         true
       end
 

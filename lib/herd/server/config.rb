@@ -83,6 +83,8 @@ module Herd
         ->(_name, address) { Listener::Spec.new(address: address).validate! if address }, dsl: false
       setting :refork_when, nil, SettingChecks.refork_when, dsl: false
       setting :worker_memory_limit, nil, SettingChecks.memory_limit, dsl: false
+      # Job workers beside the web workers (a Jobs::Beside, or nil).
+      setting :jobs, nil, dsl: false
 
       attr_reader :hooks, :listen_specs, :http_options
       # @return [Object, nil] a Rack app given as an object (rackup, rails server) instead of a file
@@ -154,6 +156,12 @@ module Herd
         return nil unless @prepare_heap
 
         (@prepare_heap.is_a?(Hash) && @prepare_heap.key?(:nice)) ? @prepare_heap[:nice] : DEFAULT_HEAP_NICE
+      end
+
+      # @return [Integer] every worker the monitor keeps: `workers`, plus the
+      #   job workers `jobs` adds after them
+      def process_count
+        @workers + (@jobs ? @jobs.processes : 0)
       end
 
       # @return [Array<Listener::Spec>] the listeners to bind (the default when none given)
@@ -273,6 +281,17 @@ module Herd
         # workers' resident pages still shared, uss_above: MiB of their Σ USS.
         def refork_when(**conditions)
           @config.refork_when = conditions
+        end
+
+        # Job workers forked from the same mold as the web workers, numbered
+        # after them: `jobs :sidekiq, processes: 2, args: %w[-q critical]`
+        # (docs/JOBS.md, "Web and jobs from one mold").
+        # @param system [Symbol, Object] :sidekiq, :solid_queue, or an engine object
+        # @param processes [Integer] how many job workers
+        # @param args [Array<String>] the job system's own options
+        def jobs(system, processes:, args: [])
+          require_relative "../jobs/beside"
+          @config.jobs = Jobs::Beside.new(system, processes: processes, args: args)
         end
 
         # MiB of USS past which a worker finishes its request and is replaced.

@@ -85,9 +85,10 @@ module Herd
         RequestLoop.new(worker, app, @listeners, context)
       end
 
-      # TERM and INT end a worker at once (Unicorn's and Puma's way); QUIT is graceful.
+      # Every worker serves HTTP: TERM and INT end one at once (Unicorn's
+      # and Puma's way), QUIT is graceful, and `timeout` applies.
       # @return [false]
-      def graceful_term?
+      def job_worker?(_number, _config)
         false
       end
 

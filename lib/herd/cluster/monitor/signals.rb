@@ -38,7 +38,7 @@ module Herd
           case signal
           when "QUIT", "TERM" then stop(:graceful, signal)
           # Job systems finish their jobs on INT too (Ctrl-C in a terminal).
-          when "INT" then stop(@service.graceful_term? ? :graceful : :immediate, signal)
+          when "INT" then stop(only_job_workers? ? :graceful : :immediate, signal)
           when "TSTP" then quiet
           when "TTIN" then resize(@plan.target + 1)
           when "TTOU" then resize([@plan.target - 1, 0].max)
@@ -73,11 +73,15 @@ module Herd
         # TSTP: job workers take no new job (before a TERM, as Sidekiq's
         # deploys do); its default action would stop the monitor.
         def quiet
-          return log("TSTP ignored: #{@service} has no quiet state") unless @service.graceful_term?
+          workers = @children.select { |child| child.worker? && @service.job_worker?(child.number, config) }
+          return log("TSTP ignored: no job worker to quiet") if workers.empty?
 
-          workers = @children.select(&:worker?)
-          log("TSTP: quieting #{workers.size} worker(s): no new job; stop them with TERM or QUIT")
+          log("TSTP: quieting #{workers.size} job worker(s): no new job; stop them with TERM or QUIT")
           workers.each { |child| @children.signal(child, :TSTP) }
+        end
+
+        def only_job_workers?
+          (0...[@plan.target, 1].max).all? { |number| @service.job_worker?(number, config) }
         end
 
         def resize(target)
@@ -123,8 +127,8 @@ module Herd
             log("HUP: control_listen changed in the config file; " \
               "keeping the endpoint as it is (a restart binds the new one)")
           end
-          log("HUP: workers: #{@plan.target} -> #{fresh.workers}") if fresh.workers != @plan.target
-          @plan.target = fresh.workers
+          log("HUP: workers: #{@plan.target} -> #{fresh.process_count}") if fresh.process_count != @plan.target
+          @plan.target = fresh.process_count
           @context.config = fresh
           true
         rescue Herd::Error, ScriptError, StandardError => e
