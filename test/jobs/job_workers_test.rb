@@ -77,7 +77,7 @@ class JobWorkersTest < Herd::Test
     start(workers: 2)
     mark = @server.mark
     @server.signal(:TSTP)
-    @server.wait_for(/TSTP: quieting 2 worker\(s\)/, after: mark)
+    @server.wait_for(/TSTP: quieting 2 job worker\(s\)/, after: mark)
     [0, 1].each { |number| @server.wait_for(/worker #{number} \(gen 0\): SIGTSTP: quiet/, after: mark) }
     enqueue(2, 0.01)
     sleep 0.5 # what the test waits for is nothing happening

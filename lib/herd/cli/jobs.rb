@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
 require "optparse"
-require_relative "../env_switch"
 require_relative "../jobs"
 require_relative "../cluster/lean_monitor"
 require_relative "../server/settings_sources"
+require_relative "settings"
 
 module Herd
   class CLI
@@ -75,23 +75,9 @@ module Herd
       def build(file, flags, others)
         sources = Server::SettingsSources.new(file: file, conventional_file: self.class::CONVENTIONAL_FILE,
           workers_env: self.class::WORKERS_ENV, listens: false)
-        config = sources.build(flags, config: read_config(sources.file))
-        config.subreaper = false if EnvSwitch.on?(ENV["HERD_NO_SUBREAPER"])
-        others.each { |flag| flag.call(config) }
-        config.validate!
+        config = Settings.build(sources, flags, others, -> { Herd::Jobs.config })
         config.reloader = -> { build(file, flags, others) }
         config
-      end
-
-      # As herd serve's: a file that requires a gem needs RubyGems back.
-      def read_config(file)
-        return Herd::Jobs.config unless file
-
-        Herd::Jobs.config.load_file(file)
-      rescue ConfigError => e
-        raise unless e.cause.is_a?(LoadError) && Cluster::LeanMonitor.restore!
-
-        Herd::Jobs.config.load_file(file)
       end
     end
   end

@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
 require "optparse"
-require_relative "../env_switch"
 require_relative "../server"
 require_relative "../cluster/lean_monitor"
 require_relative "../server/settings_sources"
+require_relative "settings"
 
 module Herd
   class CLI
@@ -109,29 +109,12 @@ module Herd
       end
 
       def build(file, rackup, flags, others)
-        sources = Server::SettingsSources.new(file: file)
-        config = sources.build(flags, config: read_config(sources.file))
-        config.rackup = rackup if rackup
-        config.subreaper = false if EnvSwitch.on?(ENV["HERD_NO_SUBREAPER"])
-        others.each { |flag| flag.call(config) }
-        config.validate!
+        rackup_flag = rackup ? [->(config) { config.rackup = rackup }] : []
+        config = Settings.build(Server::SettingsSources.new(file: file), flags, rackup_flag + others,
+          -> { Server::Config.new })
         # HUP reads the file again, with the same flags on top.
         config.reloader = -> { build(file, rackup, flags, others) }
         config
-      end
-
-      # A config file that requires a gem fails in the lean monitor: load
-      # RubyGems and Bundler back, and read it again from scratch.
-      # (Read here, not by SettingsSources: the retry needs a fresh Config.)
-      # @return [Server::Config] a config with the file read, for SettingsSources to finish
-      def read_config(file)
-        return Server::Config.new unless file
-
-        Server::Config.new.load_file(file)
-      rescue ConfigError => e
-        raise unless e.cause.is_a?(LoadError) && Cluster::LeanMonitor.restore!
-
-        Server::Config.new.load_file(file)
       end
     end
   end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../errors"
+require_relative "../pid"
 
 module Herd
   module Cluster
@@ -24,7 +25,7 @@ module Herd
 
       def write
         holder = read
-        if holder && holder != Process.pid && alive?(holder)
+        if holder && holder != Process.pid && Pid.alive?(holder)
           raise ConfigError, "pidfile #{@path} names pid #{holder}, which is running: " \
             "stop that server first, or choose another pidfile"
         end
@@ -48,15 +49,6 @@ module Herd
         Integer(File.read(@path).strip, exception: false)
       rescue Errno::ENOENT
         nil
-      end
-
-      def alive?(pid)
-        Process.kill(0, pid)
-        true
-      rescue Errno::ESRCH
-        false
-      rescue Errno::EPERM
-        true
       end
     end
   end

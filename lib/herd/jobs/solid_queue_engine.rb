@@ -4,6 +4,7 @@ require "optparse"
 require "socket"
 require_relative "../errors"
 require_relative "tally"
+require_relative "../pid"
 
 module Herd
   module Jobs
@@ -190,22 +191,13 @@ module Herd
         host = Socket.gethostname
         monitor = Process.ppid
         ::SolidQueue::Process.where(hostname: host).where.not(pid: Process.pid).each do |row|
-          next unless row.metadata[MONITOR_KEY] == monitor && !alive_pid?(row.pid)
+          next unless row.metadata[MONITOR_KEY] == monitor && !Pid.alive?(row.pid)
 
           row.prune
         end
       rescue => e
         warn "herd solid_queue: pruning the rows of dead processes failed (#{e.class}: #{e.message}); " \
           "Solid Queue's own pruning will do it later"
-      end
-
-      def alive_pid?(pid)
-        Process.kill(0, pid)
-        true
-      rescue Errno::ESRCH
-        false
-      rescue Errno::EPERM
-        true
       end
 
       def forget_parent
