@@ -5,23 +5,17 @@ require_relative "../jobs"
 require_relative "../cluster/lean_monitor"
 require_relative "../server/settings_sources"
 require_relative "settings"
+require_relative "server_command"
 
 module Herd
   class CLI
     # What `herd sidekiq` and `herd solid_queue` share: herd's flags, then
     # the job system's own after `--`. A subclass names its command, its
     # config file, the variable that sets its workers, and its engine.
-    class Jobs
-      # @param debug [Boolean] `--debug` was given (kept across the re-exec)
-      def initialize(out: $stdout, err: $stderr, debug: false)
-        @out = out
-        @err = err
-        @debug = debug
-      end
-
+    class Jobs < ServerCommand
       # @return [Integer] exit status
       def run(argv)
-        Cluster::LeanMonitor.adopt! || Cluster::LeanMonitor.reexec([command, *argv, *("--debug" if @debug)])
+        go_lean(command, argv)
         herd_argv, own_argv = split(argv)
         config = parse(herd_argv)
         return 0 unless config
@@ -51,11 +45,7 @@ module Herd
           opts.on("-c", "--config FILE",
             "herd's settings for these workers (default: #{self.class::CONVENTIONAL_FILE} when it exists)") { |path| file = path }
           opts.on("-w", "--workers N", Integer, workers_help) { |n| flags.workers = n }
-          opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
-            others << ->(c) { c.subreaper = false }
-          end
-          opts.on(Cluster::LeanMonitor::FLAG,
-            "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
+          Settings.process_model_flags(opts, others)
           opts.on("-h", "--help") do
             @out.puts(opts)
             return nil

@@ -5,25 +5,19 @@ require_relative "../server"
 require_relative "../cluster/lean_monitor"
 require_relative "../server/settings_sources"
 require_relative "settings"
+require_relative "server_command"
 
 module Herd
   class CLI
     # `herd serve [config.ru] [-c herd.rb] [options]`
-    class Serve
+    class Serve < ServerCommand
       BANNER = "Usage: herd serve [config.ru] [-c herd.rb] [options]"
-
-      # @param debug [Boolean] `--debug` was given (kept across the re-exec)
-      def initialize(out: $stdout, err: $stderr, debug: false)
-        @out = out
-        @err = err
-        @debug = debug
-      end
 
       # Re-executes without RubyGems first (Cluster::LeanMonitor), then
       # parses the arguments and the config file and runs the server.
       # @return [Integer] exit status
       def run(argv)
-        Cluster::LeanMonitor.adopt! || Cluster::LeanMonitor.reexec(["serve", *argv, *("--debug" if @debug)])
+        go_lean("serve", argv)
         config = parse(argv)
         return 0 unless config
 
@@ -63,11 +57,7 @@ module Herd
           opts.on("--access-log PATH", "one line per request (- for stdout)") do |path|
             others << ->(c) { c.access_log = (path == "-") ? @out : path }
           end
-          opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
-            others << ->(c) { c.subreaper = false }
-          end
-          opts.on(Cluster::LeanMonitor::FLAG,
-            "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
+          Settings.process_model_flags(opts, others)
           opts.on("-h", "--help") do
             @out.puts(opts)
             return nil

@@ -26,6 +26,17 @@ module Herd
         config.validate!
       end
 
+      # The flags of the process model every server command has.
+      # @param opts [OptionParser]
+      # @param others [Array<#call>] where a flag's setting goes
+      def process_model_flags(opts, others)
+        opts.on("--no-subreaper", "plain preload: the monitor loads the app and forks workers itself") do
+          others << ->(config) { config.subreaper = false }
+        end
+        opts.on(Cluster::LeanMonitor::FLAG,
+          "keep RubyGems and Bundler in the monitor (no re-exec); also HERD_LEAN_MONITOR=0") {}
+      end
+
       # A config file that requires a gem fails in the lean monitor: load
       # RubyGems and Bundler back, and read it again into a fresh Config
       # (SettingsSources does not read it: the retry needs a fresh one).
