@@ -64,6 +64,19 @@ class SidekiqJobWorkersTest < Herd::Test
     assert_equal 2, identities.uniq.size, "each process of generation 1 has an identity of its own"
   end
 
+  # Each process reads Sidekiq's own configuration, as `sidekiq -C` does.
+  def test_each_process_reads_sidekiqs_config_file
+    config = File.join(@redis.dir, "sidekiq.yml")
+    File.write(config, ":concurrency: 4\n:queues:\n  - critical\n")
+    start("-w", "2", "--", "-C", config)
+    jids = enqueue(10, 0.02, queue: "critical")
+    wait_for_finished(jids)
+    assert_runs_once(jids)
+    processes = web_ui_processes
+    assert_equal [["critical"]] * 2, processes.map { |info| info["queues"] }
+    assert_equal [4, 4], processes.map { |info| info["concurrency"] }
+  end
+
   # Sidekiq's own stop: the jobs in hand get its timeout (-t 1), then go
   # back to Redis; a new start runs them. Nothing is lost.
   def test_term_hands_unfinished_jobs_back_to_redis
@@ -148,9 +161,9 @@ class SidekiqJobWorkersTest < Herd::Test
   end
 
   # @return [Array<String>] the jids
-  def enqueue(count, seconds)
+  def enqueue(count, seconds, queue: "default")
     out, err, status = Open3.capture3(Herd::AppServer.env("REDIS_URL" => @redis.url),
-      "bundle", "exec", "ruby", "enqueue.rb", count.to_s, seconds.to_s, chdir: JOBS, unsetenv_others: true)
+      "bundle", "exec", "ruby", "enqueue.rb", count.to_s, seconds.to_s, queue, chdir: JOBS, unsetenv_others: true)
     assert status.success?, err
     out.lines(chomp: true).filter_map { |line| line[/\Ajid (\h+)\z/, 1] }
   end
@@ -178,7 +191,7 @@ class SidekiqJobWorkersTest < Herd::Test
   def web_ui_processes
     @redis.list("SMEMBERS", "processes").filter_map do |identity|
       info = @redis.call("HGET", identity, "info")
-      info && !info.empty? && JSON.parse(info)
+      info && !info.empty? && JSON.parse(info).merge("concurrency" => @redis.call("HGET", identity, "concurrency").to_i)
     end
   end
 end

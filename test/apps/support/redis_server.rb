@@ -13,6 +13,8 @@ module Herd
   class RedisServer
     # @return [String] for REDIS_URL
     attr_reader :url
+    # @return [String] its directory, removed by #stop
+    attr_reader :dir
 
     # @raise [Minitest::Assertion] when redis-server is not installed
     def initialize
