@@ -86,6 +86,21 @@ class JobWorkersTest < Herd::Test
     assert_equal 2, queued.size
   end
 
+  # A quiet worker promoted to the next mold stays quiet after the fork.
+  def test_a_quiet_worker_stays_quiet_through_a_refork
+    start(workers: 1)
+    mark = @server.mark
+    @server.signal(:TSTP)
+    @server.wait_for(/worker 0 \(gen 0\): SIGTSTP: quiet/, after: mark)
+    @server.signal(:USR2)
+    @server.wait_for(/mold \(gen 1\), pid \d+ ready/, after: mark)
+    enqueue(1, 0.01)
+    @server.wait_for(/worker 0 \(gen 1\), pid \d+ ready/, after: mark)
+    wait_until("the job done by generation 1") { done.size == 1 }
+    gen0 = Integer(@server.lines.join[/worker 0 \(gen 0\), pid (\d+) ready/, 1])
+    refute done.first.end_with?(".#{gen0}"), "the quiet worker took no job"
+  end
+
   def test_stats_count_jobs_and_show_the_jobs_running
     control = "unix:#{File.join(@spool, "control.sock")}"
     start(workers: 1, config: "control_listen #{control.inspect}\n")

@@ -23,6 +23,7 @@ module Herd
       def initialize(worker, engine)
         @worker = worker
         @engine = engine
+        @quiet = false
       end
 
       # Nothing to warm up: a job worker's first jobs are its warm-up.
@@ -50,17 +51,18 @@ module Herd
       # TSTP: takes no new job and finishes those in hand; a quiet worker
       # waits for its stop.
       def quiet
+        @quiet = true
         @engine.quiet
       end
 
       # A promotion: no job thread may be inside a job (or a C library's
       # lock) when the next mold is forked, so the jobs in hand finish (or
       # go back to their queue, as on a stop), the fork happens, and work
-      # starts over.
+      # starts over (unless it was quiet: it stays so).
       def forking
         stop
         yield
-        start unless @worker.stopping?
+        start unless @worker.stopping? || @quiet
       end
 
       # In the new mold forked from this worker: its workers start their own.
