@@ -3,6 +3,7 @@
 require "test_helper"
 require "json"
 require "support/server_process"
+require "support/procfs"
 require_relative "support/app_server"
 require_relative "support/redis_server"
 
@@ -90,6 +91,19 @@ class SidekiqJobWorkersTest < Herd::Test
     start("-w", "1", "--", "-c", "2")
     wait_for_finished(jids)
     jids.each { |jid| assert_equal "1", @redis.call("HGET", "finished", jid), "job #{jid} finished once" }
+  end
+
+  # The monitor SIGKILLed mid-job: each worker gets TERM from the kernel
+  # (its parent-death signal) and runs Sidekiq's stop, so the jobs still
+  # running past Sidekiq's timeout go back to Redis instead of being lost.
+  def test_a_killed_monitor_loses_no_job
+    server = start("-w", "1", "--", "-c", "2", "-t", "1")
+    enqueue(2, 4)
+    Herd::Waiting.wait_until("both jobs started", timeout: 60) { @redis.call("HLEN", "started").to_i == 2 }
+    worker = worker_pids(server).first
+    Process.kill(:KILL, server.pid)
+    Herd::Waiting.wait_until("the worker gone", timeout: 60) { !Herd::Procfs.alive?(worker) }
+    assert_equal 2, @redis.call("LLEN", "queue:default").to_i, "the unfinished jobs are back in their queue"
   end
 
   # QUIT (and TERM) within Sidekiq's timeout: the jobs in hand finish.

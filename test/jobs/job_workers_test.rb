@@ -4,6 +4,7 @@ require "test_helper"
 require "tmpdir"
 require "support/server_process"
 require "support/control_client"
+require "support/procfs"
 
 # herd's process model running job workers (Herd::Jobs) around a job
 # system small enough to read (test/fixtures/jobs/spool_engine.rb: jobs are
@@ -84,6 +85,20 @@ class JobWorkersTest < Herd::Test
     assert_equal 2, queued.size, "a quiet worker takes no new job:\n#{@server.lines.join}"
     assert @server.stop(:QUIT).success?
     assert_equal 2, queued.size
+  end
+
+  # The monitor SIGKILLed: its job workers finish the jobs in hand (a
+  # Sidekiq worker would hand them back to Redis) before they leave, where
+  # a web worker leaves at once.
+  def test_job_workers_finish_their_jobs_when_the_monitor_is_killed
+    start(workers: 2)
+    workers = worker_pids
+    enqueue(2, 1)
+    wait_until("2 jobs claimed") { claimed.size == 2 }
+    Process.kill(:KILL, @server.pid)
+    wait_until("the workers gone", timeout: 30) { workers.none? { |pid| Herd::Procfs.alive?(pid) } }
+    assert_equal 2, done.size, "the jobs in hand finished"
+    assert_empty claimed
   end
 
   # A quiet worker promoted to the next mold stays quiet after the fork.

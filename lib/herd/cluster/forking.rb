@@ -22,7 +22,9 @@ module Herd
       # process's exit. When the middle process is gone and our parent is not
       # the monitor, the monitor died (we were adopted by PID 1 or another
       # subreaper): exit at once, or we would hold the listeners open.
-      def await_adoption(monitor_pid, timeout)
+      # @param death_signal [String] what the monitor's death sends us (a
+      #   job worker's TERM stops it gracefully: its jobs go back to their queue)
+      def await_adoption(monitor_pid, timeout, death_signal: "KILL")
         # Not Process.ppid: the middle process may be gone already, and if
         # the monitor died first our parent is then PID 1 or a subreaper.
         middle = @middle_pid || Process.ppid
@@ -32,7 +34,7 @@ module Herd
 
           sleep 0.001
         end
-        Linux.parent_death_signal("KILL")
+        Linux.parent_death_signal(death_signal)
         orphaned! if Process.ppid != monitor_pid
       end
 

@@ -55,7 +55,7 @@ module Herd
         title
         adopted_by_monitor
         @signals = ChildSignals.new(log, role, @context.monitor_pid, starting: true,
-          graceful: @service.job_worker?(@info.number, config))
+          graceful: job_worker?)
         inherited_signals&.close
         Forking.keep_own(@link.io, *@service.ios, config.log_io, @signals.io)
         # First, so that the monitor can kill us if what follows hangs.
@@ -165,8 +165,14 @@ module Herd
 
       private
 
+      # A job worker outlives a dead monitor long enough to hand its jobs back.
       def adopted_by_monitor
-        Forking.await_adoption(@context.monitor_pid, config.spawn_timeout)
+        Forking.await_adoption(@context.monitor_pid, config.spawn_timeout,
+          death_signal: job_worker? ? "TERM" : "KILL")
+      end
+
+      def job_worker?
+        @service.job_worker?(@info.number, config)
       end
 
       # Code the warm-up loads is reported like a request's.
@@ -251,8 +257,16 @@ module Herd
         end
         return unless closed
 
+        return monitor_gone_gracefully if job_worker?
+
         log.info(role, "the monitor is gone; exiting")
         ProcessExit.now(0)
+      end
+
+      # A job worker finishes (or hands back) its jobs first.
+      def monitor_gone_gracefully
+        log.info(role, "the monitor is gone; stopping gracefully") unless @stopping
+        @stopping = true
       end
 
       # Forks the next mold from this warmed process, as a sibling (double
