@@ -129,6 +129,8 @@ class JobWorkersTest < Herd::Test
       document["processes"].any? { |row| row["role"] == "worker" && row["requests"] == 2 && row["state"] == "idle" }
     end
     refute_nil stats
+    title = Herd::Memory::ProcessTree.new.title(worker["pid"])
+    assert_equal "herd worker 0 (gen 0) jobs=2", title
   end
 
   private

@@ -158,7 +158,7 @@ module Herd
         if running == @running
           report_count(running) if counted
         else
-          running ? busy(*running) : report_idle
+          running ? busy(*running) : idle_after_work
           @running = running
         end
       end
@@ -228,6 +228,12 @@ module Herd
         return @scoreboard.idle(@slot, @info.requests) if @scoreboard
 
         @link.send_message(Protocol::Idle.new(@info.requests))
+      end
+
+      # As {#idle}: ps shows the count of the last burst.
+      def idle_after_work
+        title
+        report_idle
       end
 
       # The count while still busy: on the scoreboard alone; over the link
@@ -311,7 +317,8 @@ module Herd
       end
 
       def title
-        Process.setproctitle("herd worker #{@info.number} (gen #{@info.generation}) requests=#{@info.requests}")
+        @counted ||= job_worker? ? "jobs" : "requests"
+        Process.setproctitle("herd worker #{@info.number} (gen #{@info.generation}) #{@counted}=#{@info.requests}")
       end
     end
   end
