@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../heap"
+require_relative "../clock"
 require_relative "forking"
 require_relative "../linux"
 require_relative "context"
@@ -223,7 +224,19 @@ module Herd
       def restarts_after_fork?(thread, pool_files)
         return true if thread.thread_variable_get(:fork_safe)
 
-        pool_files.include?(thread.backtrace_locations&.last&.path)
+        pool_files.include?(first_frame(thread)&.path)
+      end
+
+      # A thread created just now may not have run yet, and has no frame
+      # to tell where it began: it gets half a second to start.
+      def first_frame(thread)
+        deadline = Clock.now + 0.5
+        loop do
+          locations = thread.backtrace_locations
+          return locations&.last if locations.nil? || !locations.empty? || Clock.now > deadline
+
+          sleep 0.005
+        end
       end
 
       # @return [Array<String>] the files in which the loaded fork-aware pools start their threads
