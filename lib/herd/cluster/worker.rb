@@ -279,7 +279,8 @@ module Herd
       # fork), and goes back to work. The loop says what its work does
       # meanwhile: an HTTP worker forks between two requests, a job worker
       # finishes its jobs first (no thread may be inside a job at the fork),
-      # so the new mold's clock starts over before that (Deadlines#preparing).
+      # so for it the new mold's clock starts over before that, with the
+      # budget of a heap preparation (Deadlines#preparing).
       def promote(generation, mold_io)
         return unless mold_io
         # Refused on the new mold's own link: the monitor reads the refusal
@@ -291,7 +292,7 @@ module Herd
           return refusal.close
         end
 
-        Link.new(mold_io).send_message(Protocol::Preparing.new)
+        Link.new(mold_io).send_message(Protocol::Preparing.new) if job_worker?
         mold = Mold.new(generation: generation, service: @service, context: @context)
         signals = @signals
         work = @loop
