@@ -1,0 +1,68 @@
+# frozen_string_literal: true
+
+module JobsBench
+  # One way to run the app's jobs: the commands (each its own process, all
+  # in one process group: the first's), the environment they add, and what
+  # says they are up: `expect` job processes registered with the job system
+  # (Sidekiq's process set in Redis, Solid Queue's Worker rows). A baseline
+  # runs the CPU batch only: one process, one thread, what the others'
+  # CPU-bound throughput is measured against.
+  Setup = Struct.new(:name, :system, :commands, :env, :expect, :baseline, :description, keyword_init: true) do
+    def sidekiq? = system == :sidekiq
+  end
+
+  SIDEKIQ_ENV = {"BENCH_JOBS_ADAPTER" => "sidekiq"}.freeze
+  # config/queue.yml's `processes:` (bench/jobs/overlay/config/queue.yml).
+  FOUR = {"JOB_CONCURRENCY" => "4"}.freeze
+
+  SETUPS = [
+    Setup.new(name: "herd-sidekiq", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+      commands: [%w[bundle exec herd sidekiq -w 4 -- -c 5]],
+      description: "`herd sidekiq -w 4 -- -c 5`: 4 Sidekiq processes × 5 threads forked from one mold"),
+    Setup.new(name: "herd-sidekiq+refork", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
+      description: "the same with `refork_after [50, 100, 1000]` (bench/jobs/overlay/config/herd_refork.rb): " \
+        "workers reforked from a warmed one after 50, then 100 jobs"),
+    Setup.new(name: "sidekiq-x4", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+      commands: Array.new(4) { %w[bundle exec sidekiq -c 5] },
+      description: "4 separate `bundle exec sidekiq -c 5` (each boots the app)"),
+    Setup.new(name: "sidekiq-c20", system: :sidekiq, expect: 1, env: SIDEKIQ_ENV,
+      commands: [%w[bundle exec sidekiq -c 20]],
+      description: "1 `bundle exec sidekiq -c 20` (the same 20 threads in one process)"),
+    Setup.new(name: "sidekiq-c1", system: :sidekiq, expect: 1, env: SIDEKIQ_ENV, baseline: true,
+      commands: [%w[bundle exec sidekiq -c 1]],
+      description: "baseline: 1 `bundle exec sidekiq -c 1` (CPU batch only)"),
+    Setup.new(name: "herd-solid_queue", system: :solid_queue, expect: 4, env: FOUR,
+      commands: [%w[bundle exec herd solid_queue -w 4]],
+      description: "`herd solid_queue -w 4` with JOB_CONCURRENCY=4 (queue.yml: 4 workers × 3 threads; " \
+        "herd worker 0 also runs the dispatcher and the scheduler)"),
+    Setup.new(name: "herd-solid_queue+refork", system: :solid_queue, expect: 4, env: FOUR,
+      commands: [%w[bundle exec herd solid_queue -c config/herd_refork.rb -w 4]],
+      description: "the same with `refork_after [50, 100, 1000]`"),
+    Setup.new(name: "bin/jobs", system: :solid_queue, expect: 4, env: FOUR,
+      commands: [%w[bin/jobs]],
+      description: "`bin/jobs` with JOB_CONCURRENCY=4: Solid Queue's fork supervisor, 4 workers × 3 threads, " \
+        "a dispatcher, a scheduler"),
+    Setup.new(name: "bin/jobs+herd/fork", system: :solid_queue, expect: 4, env: FOUR.merge("BENCH_JOBS_HERD_FORK" => "1"),
+      commands: [%w[bin/jobs]],
+      description: "the same `bin/jobs` with `require \"herd/fork\"` in an initializer: the supervisor prepares " \
+        "its heap before each fork (the cheap path)"),
+    Setup.new(name: "bin/jobs-1x1", system: :solid_queue, expect: 1, baseline: true,
+      env: {"JOB_CONCURRENCY" => "1", "JOB_THREADS" => "1"}, commands: [%w[bin/jobs]],
+      description: "baseline: `bin/jobs` with 1 worker × 1 thread (CPU batch only)")
+  ].freeze
+
+  # The targets of issue 36: setup, compared with, at most this ratio of Σ PSS.
+  MEMORY_TARGETS = [
+    ["herd-sidekiq", "sidekiq-x4", 0.5],
+    ["herd-sidekiq", "sidekiq-c20", 1.3],
+    ["herd-sidekiq+refork", "sidekiq-x4", 0.5],
+    ["herd-sidekiq+refork", "sidekiq-c20", 1.3],
+    ["herd-solid_queue", "bin/jobs", 0.5],
+    ["herd-solid_queue+refork", "bin/jobs", 0.5],
+    ["bin/jobs+herd/fork", "bin/jobs", nil]
+  ].freeze
+  # CPU-bound jobs/s against the job system's one process with one thread.
+  CPU_TARGET = 1.8
+  BASELINES = {sidekiq: "sidekiq-c1", solid_queue: "bin/jobs-1x1"}.freeze
+end
