@@ -85,12 +85,7 @@ begin
     setups.rotate(round - 1).each do |setup|
       run = JobsBench.run(setup, round: round, template: template, work: work, redis: redis, options: options)
       runs << run
-      warn format("rep %d %-20s %s", round, setup.name, run[:error] ? "ERROR #{run[:error].lines.first}" :
-        format("Σ PSS rest %.0f avg %.0f peak %.0f end %.0f MiB, mixed %s jobs/s, cpu %.1f jobs/s, errors %d, runs %d/%d%s",
-          run[:rest_pss], run.dig(:memory, :average), run.dig(:memory, :peak), run.dig(:memory, :end),
-          run.dig(:mixed, :jobs_per_s) || "–", run.dig(:cpu, :jobs_per_s),
-          run.dig(:mixed, :errors).to_i + run.dig(:cpu, :errors).to_i, run[:jobs_run], run[:jobs_expected],
-          run[:herd_fork] ? ", herd/fork prepared #{run[:herd_fork].size} forks" : ""))
+      warn format("rep %d %-20s %s", round, setup.name, JobsBench.line(run))
     end
   end
 ensure

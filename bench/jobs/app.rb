@@ -101,7 +101,10 @@ module JobsBench
       File.join(dir, "storage/production_queue.sqlite3"), "SELECT kind, count(*) FROM solid_queue_processes GROUP BY kind")
     return {} unless status.success?
 
-    out.lines.to_h { |line| kind, count = line.strip.split("|"); [kind, count.to_i] }
+    out.lines.to_h { |line|
+      kind, count = line.strip.split("|")
+      [kind, count.to_i]
+    }
   end
 
   # @return [Integer, nil] a count of Solid Queue's books (nil when unreadable)

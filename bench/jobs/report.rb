@@ -88,7 +88,7 @@ module JobsBench
       rows = setups.map do |setup|
         mine = runs_of(setup.name)
         processes = mine.map { |run| run[:processes] }.uniq.join("/")
-        [ "`#{setup.name}`", processes,
+        ["`#{setup.name}`", processes,
           range(mine) { |run| run[:rest_pss] },
           range(mine) { |run| run.dig(:memory, :average) },
           range(mine) { |run| run.dig(:memory, :peak) },
@@ -98,7 +98,7 @@ module JobsBench
           range(mine) { |run| run.dig(:cpu, :jobs_per_s) },
           ratio_range(mine, baseline) { |run| run.dig(:cpu, :jobs_per_s) },
           mine.map { |run| run[:reforks] }.compact.then { |counts| counts.empty? ? "" : counts.join("/") },
-          mine.sum { |run| (run.dig(:mixed, :errors) || 0) + (run.dig(:cpu, :errors) || 0) } ]
+          mine.sum { |run| (run.dig(:mixed, :errors) || 0) + (run.dig(:cpu, :errors) || 0) }]
       end
       headers = ["setup", "processes", "Σ PSS at rest (MiB)", "Σ PSS avg (MiB)", "Σ PSS peak", "Σ PSS end",
         "mixed jobs/s", "CPU ms/job (mixed)", "CPU-bound jobs/s", "× 1 process 1 thread", "reforks", "job errors"]
@@ -131,13 +131,13 @@ module JobsBench
         other = others.find { |o| o[:round] == run[:round] }
         a = block.call(run)
         b = other && block.call(other)
-        a && b && b.positive? ? a / b : nil
+        (a && b && b.positive?) ? a / b : nil
       end
       return pairs unless pairs.empty?
 
       a = Bench::Stats.median(mine.filter_map(&block))
       b = Bench::Stats.median(others.filter_map(&block))
-      (a && b && b.positive?) ? [a / b] : []
+      (a && b&.positive?) ? [a / b] : []
     end
 
     def ratio_range(mine, others, &block)
@@ -181,13 +181,15 @@ module JobsBench
     end
 
     def errors_section
-      failed = @runs.select { |run| run[:error] || run[:stop_problems] || run.dig(:mixed, :errors).to_i.positive? ||
-        run.dig(:cpu, :errors).to_i.positive? || (run[:jobs_run] && run[:jobs_run] != run[:jobs_expected]) }
+      failed = @runs.select { |run|
+        run[:error] || run[:stop_problems] || run.dig(:mixed, :errors).to_i.positive? ||
+          run.dig(:cpu, :errors).to_i.positive? || (run[:jobs_run] && run[:jobs_run] != run[:jobs_expected])
+      }
       return "" if failed.empty?
 
       lines = failed.map do |run|
         what = [run[:error]&.lines&.first&.strip, run[:stop_problems]&.join("; "),
-          run[:jobs_run] && run[:jobs_run] != run[:jobs_expected] ? "#{run[:jobs_run]} job runs for #{run[:jobs_expected]} jobs" : nil,
+          (run[:jobs_run] && run[:jobs_run] != run[:jobs_expected]) ? "#{run[:jobs_run]} job runs for #{run[:jobs_expected]} jobs" : nil,
           (run.dig(:mixed, :error_samples) || []).first].compact.join("; ")
         "- `#{run[:setup]}` repetition #{run[:round]}: #{what}"
       end

@@ -79,6 +79,17 @@ module JobsBench
     FileUtils.rm_rf(dir) if dir && !options[:keep]
   end
 
+  # @return [String] a run in one line, for the driver's progress
+  def line(run)
+    return "ERROR #{run[:error].lines.first}" if run[:error]
+
+    format("Σ PSS rest %.0f avg %.0f peak %.0f end %.0f MiB, mixed %s jobs/s, cpu %.1f jobs/s, errors %d, runs %d/%d%s",
+      run[:rest_pss], run.dig(:memory, :average), run.dig(:memory, :peak), run.dig(:memory, :end),
+      run.dig(:mixed, :jobs_per_s) || "–", run.dig(:cpu, :jobs_per_s),
+      run.dig(:mixed, :errors).to_i + run.dig(:cpu, :errors).to_i, run[:jobs_run], run[:jobs_expected],
+      run[:herd_fork] ? ", herd/fork prepared #{run[:herd_fork].size} forks" : "")
+  end
+
   # Until the job system lists `expect` job processes (and Solid Queue its
   # dispatcher).
   def wait_ready(setup, group, dir, redis, timeout:)

@@ -21,7 +21,7 @@ clock = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
 SLICE = 50
 mixed = [DatabaseJob, RenderJob, DatabaseJob, RenderJob, CpuJob]
 puts "BENCH ready #{ActiveJob::Base.queue_adapter.class.name} #{RUBY_VERSION} " \
-  "yjit=#{defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? 1 : 0}"
+  "yjit=#{(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? 1 : 0}"
 while (line = $stdin.gets)
   kind, count = line.split
   count = Integer(count)
