@@ -153,14 +153,13 @@ module Herd
       #   (e.g. "jobs", "HardJob, MailJob"); nil when nothing runs
       def progress(done, running)
         counted = done != @info.requests
+        changed = running != @running
+        return unless counted || changed
+
         @info.requests = done
+        @running = running
         report_late_loads if counted && @late_loads
-        if running == @running
-          report_count(running) if counted
-        else
-          running ? busy(*running) : idle_after_work
-          @running = running
-        end
+        running ? report_running(running, changed) : idle_after_work
       end
 
       private
@@ -236,13 +235,17 @@ module Herd
         report_idle
       end
 
-      # The count while still busy: on the scoreboard alone; over the link
-      # as an idle then a busy message.
-      def report_count(running)
-        return @scoreboard.count(@slot, @info.requests) if @scoreboard
+      # The count while still busy, and the label when it changed: on the
+      # scoreboard, the label's clock starts over only with a new label; over
+      # the link, as an idle then a busy message.
+      def report_running(running, changed)
+        unless @scoreboard
+          report_idle
+          return busy(*running)
+        end
 
-        report_idle
-        busy(*running)
+        @scoreboard.busy(@slot, *running) if changed
+        @scoreboard.count(@slot, @info.requests)
       end
 
       def title_now_and_then(now)
