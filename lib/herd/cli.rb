@@ -39,7 +39,9 @@ module Herd
       case name
       when nil, "help", "-h", "--help" then help
       when "version", "-v", "--version" then @out.puts("herd #{VERSION}") || 0
-      else command(name).new(out: @out, err: @err, **(%w[serve sidekiq solid_queue].include?(name) ? {debug: debug} : {})).run(argv)
+      else
+        options = %w[serve sidekiq solid_queue].include?(name) ? {debug: debug} : {}
+        command(name).new(out: @out, err: @err, **options).run(argv)
       end
     rescue UsageError => e
       fail_with(e, debug, 2, hint: "see `herd help`")

@@ -42,8 +42,8 @@ module Herd
         parser = OptionParser.new do |opts|
           opts.banner = self.class::BANNER
           opts.require_exact = true
-          opts.on("-c", "--config FILE",
-            "herd's settings for these workers (default: #{self.class::CONVENTIONAL_FILE} when it exists)") { |path| file = path }
+          config_help = "herd's settings for these workers (default: #{self.class::CONVENTIONAL_FILE} when it exists)"
+          opts.on("-c", "--config FILE", config_help) { |path| file = path }
           opts.on("-w", "--workers N", Integer, workers_help) { |n| flags.workers = n }
           Settings.process_model_flags(opts, others)
           opts.on("-h", "--help") do

@@ -19,7 +19,8 @@ module Herd
       # @return [Integer] how many job workers
       attr_reader :processes
 
-      # @param system [Symbol, Object] :sidekiq, :solid_queue, or an engine object (docs/JOBS.md, "A job system of your own")
+      # @param system [Symbol, Object] :sidekiq, :solid_queue, or an engine
+      #   object (docs/JOBS.md, "A job system of your own")
       # @param processes [Integer]
       # @param args [Array<String>] the job system's own options, as after `--` on its command
       # @raise [ConfigError]

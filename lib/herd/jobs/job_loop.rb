@@ -43,7 +43,9 @@ module Herd
           break if @worker.stopping?
 
           @engine.beat
-          raise JobsError, "#{@engine} stopped running jobs by itself; the monitor replaces this worker" unless @engine.alive?
+          next if @engine.alive?
+
+          raise JobsError, "#{@engine} stopped running jobs by itself; the monitor replaces this worker"
         end
         stop
       end

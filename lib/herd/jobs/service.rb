@@ -70,7 +70,8 @@ module Herd
         return if config.workers >= plan.size
 
         log.info(role, "warning: #{@engine}'s configuration declares #{plan.size} workers (#{plan.join(", ")}); " \
-          "#{config.workers} herd worker(s) run only the first #{config.workers}: set workers #{plan.size} (-w #{plan.size})")
+          "#{config.workers} herd worker(s) run only the first #{config.workers}: " \
+          "set workers #{plan.size} (-w #{plan.size})")
       end
 
       # In a fresh mold, before its heap is prepared: the database

@@ -29,7 +29,8 @@ module Herd
       # @return [Tally]
       attr_reader :tally
 
-      # @param argv [Array<String>] `bin/jobs`'s options: -c, --recurring_schedule_file, --skip_recurring, --only_recurring
+      # @param argv [Array<String>] `bin/jobs`'s options: -c,
+      #   --recurring_schedule_file, --skip_recurring, --only_recurring
       def initialize(argv)
         @options = parse(argv)
         @tally = Tally.new
@@ -152,7 +153,8 @@ module Herd
       def boot_app
         environment = File.expand_path("config/environment.rb")
         unless File.file?(environment)
-          raise JobsError, "herd solid_queue: no Rails app in #{Dir.pwd} (config/environment.rb); run it in the app's directory"
+          raise JobsError, "herd solid_queue: no Rails app in #{Dir.pwd} (config/environment.rb); " \
+            "run it in the app's directory"
         end
 
         require environment
