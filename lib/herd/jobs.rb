@@ -19,8 +19,10 @@ module Herd
 
     # A Config with the defaults of job workers: no Rack app, no per-unit `timeout`
     # (a job takes its time; the job system's own limits apply), no
-    # out-of-band GC (it runs between requests), and a stop long enough for
-    # the job system's.
+    # out-of-band GC (it runs between requests), a stop long enough for
+    # the job system's, and a new mold's heap prepared at the workers' own
+    # priority: no request waits on a job worker, and a mold starved by
+    # busy workers keeps the old generation's copies longer.
     # @return [Server::Config]
     def self.config
       config = Server::Config.new
@@ -28,6 +30,7 @@ module Herd
       config.timeout = false
       config.out_of_band_gc = false
       config.shutdown_timeout = SHUTDOWN_TIMEOUT
+      config.heap_nice_default = 0
       config
     end
 

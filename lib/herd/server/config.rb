@@ -111,6 +111,7 @@ module Herd
         @listen_specs = []
         @http_options = {}
         @hooks = Cluster::Hooks.new
+        @heap_nice_default = DEFAULT_HEAP_NICE
       end
 
       # Reads a config file.
@@ -138,6 +139,10 @@ module Herd
       # `rollout_max_surge`").
       DEFAULT_HEAP_NICE = 10
 
+      # @return [Integer] the nice value {#heap_nice} falls back to:
+      #   {DEFAULT_HEAP_NICE}, or 0 for job workers ({Jobs.config})
+      attr_accessor :heap_nice_default
+
       # @return [Integer] how many workers a rollout takes out of service at
       #   once: as set, else none when replacements are forked ahead
       #   (`rollout_max_surge`, 1 by default) and one when they are not, so
@@ -150,12 +155,12 @@ module Herd
 
       # @return [Integer, nil] `prepare_heap nice:`, the priority of work
       #   nothing waits on during a rollout (a mold's preparation, a surge
-      #   replacement's warm-up): {DEFAULT_HEAP_NICE} unless set (0: the
+      #   replacement's warm-up): {#heap_nice_default} unless set (0: the
       #   process's own priority); nil with `prepare_heap false`
       def heap_nice
         return nil unless @prepare_heap
 
-        (@prepare_heap.is_a?(Hash) && @prepare_heap.key?(:nice)) ? @prepare_heap[:nice] : DEFAULT_HEAP_NICE
+        (@prepare_heap.is_a?(Hash) && @prepare_heap.key?(:nice)) ? @prepare_heap[:nice] : @heap_nice_default
       end
 
       # @return [Integer] every worker the monitor keeps: `workers`, plus the
