@@ -8,6 +8,7 @@
 #
 #   test/apps/setup && BUNDLE_GEMFILE=bench/rails/Gemfile bundle install   # once
 #   bundle exec ruby bench/refork.rb [--rounds N] [--herd-options "-;prepare_heap compact: true"] [--no-pitchfork]
+#     [--app rails8]   (the Rails 8.1 app, Ruby >= 3.2: bench/rails8/Gemfile)
 #   bundle exec rake bench:refork
 #
 # Writes bench/results/refork.md and bench/results/refork.json.
@@ -34,6 +35,9 @@ OptionParser.new do |opts|
     options[:herd_options] = ReloadBench::Driver.herd_options(list)
   end
   opts.on("--no-pitchfork", "herd only") { options[:pitchfork] = false }
+  opts.on("--app APP", "#{RailsBench::APPS.keys.join(" or ")} (default rails7, the app of the earlier results)") do |app|
+    RailsBench.choose(app: app, malloc: "glibc")
+  end
   opts.on("--name NAME", "results file name under bench/results (default refork)") { |name| options[:name] = name }
   opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
 end.parse!
