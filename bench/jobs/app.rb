@@ -4,6 +4,7 @@ require "fileutils"
 require "json"
 require "open3"
 require_relative "../support/clock"
+require_relative "../support/command"
 require_relative "../support/report"
 
 module JobsBench
@@ -40,17 +41,12 @@ module JobsBench
       "RUBY_YJIT_ENABLE" => (yjit? ? "1" : nil), "RAILS_MAX_THREADS" => "25").merge(extra)
   end
 
-  def capture(env, *command, chdir: ROOT)
-    out, err, status = Open3.capture3(env, *command, chdir: chdir, in: File::NULL)
-    raise "bench/jobs: failed: #{command.join(" ")}\n#{(out + err).lines.last(20).join}" unless status.success?
-
-    out
-  end
+  def capture(env, *command, chdir: ROOT) = Bench::Command.capture("bench/jobs", env, *command, chdir: chdir)
 
   # @return [String, nil] why the apps bundle cannot run, nil when it can
   def missing_bundle
-    out, status = Open3.capture2e(env, "bundle", "check", chdir: ROOT)
-    status.success? ? nil : "the apps bundle is not installed: test/apps/setup (#{out.lines.last&.strip})"
+    missing = Bench::Command.bundle_missing(env, chdir: ROOT)
+    missing && "the apps bundle is not installed: test/apps/setup (#{missing})"
   end
 
   # The generated Rails 8 app (tmp/apps/rails8-DIGEST, made on first use),

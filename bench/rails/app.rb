@@ -5,6 +5,7 @@ require "json"
 require "open3"
 require "tmpdir"
 require_relative "../http/support"
+require_relative "../support/command"
 require_relative "../support/report"
 
 module RailsBench
@@ -90,17 +91,13 @@ module RailsBench
      "SOLID_QUEUE_IN_PUMA" => nil, "RAILS_LOG_LEVEL" => nil}
   end
 
-  def capture(env, *command, chdir: ROOT)
-    out, err, status = Open3.capture3(env, *command, chdir: chdir, in: File::NULL)
-    raise "bench/rails: failed: #{command.join(" ")}\n#{err.lines.last(15).join}" unless status.success?
-
-    out
-  end
+  def capture(env, *command, chdir: ROOT) = Bench::Command.capture("bench/rails", env, *command, chdir: chdir)
 
   # @return [String] the bench bundle's hint when it is missing, nil when installed
   def missing_bundle
-    _out, status = Open3.capture2e(env, "bundle", "check", chdir: ROOT)
-    status.success? ? nil : "the bench bundle is not installed: test/apps/setup && BUNDLE_GEMFILE=#{app.gemfile} bundle install"
+    return unless Bench::Command.bundle_missing(env, chdir: ROOT)
+
+    "the bench bundle is not installed: test/apps/setup && BUNDLE_GEMFILE=#{app.gemfile} bundle install"
   end
 
   # The results' environment header, shared by bench/rails and bench/reload.
