@@ -31,34 +31,12 @@ module JobsPages
 
   # @yield [address, kind, state] each page pid holds alone (state :same, :changed, or nil without a reference page)
   def each_own_page(pid, ref_pid)
-    maps = YjitMemoryMaps.mappings(pid)
-    ref_maps = ref_pid && YjitMemoryMaps.mappings(ref_pid)
-    File.open("/proc/#{pid}/pagemap", "rb") do |pagemap|
-      File.open("/proc/#{pid}/mem", "rb") do |mem|
-        ref = ref_pid && File.open("/proc/#{ref_pid}/mem", "rb")
-        begin
-          maps.each_with_index do |mapping, index|
-            next if mapping.path == "[vsyscall]" || mapping.perms.start_with?("---") || !mapping.anon?
+    YjitMemoryMaps.each_page(pid, heap_page_size: HEAP_PAGE_SIZE, ref_pid: ref_pid) do |address, kind, entry, mapping, pair|
+      next unless mapping.anon? && entry & YjitMemoryMaps::EXCLUSIVE != 0
 
-            entries = pagemap.pread(mapping.size / PAGE * 8, mapping.start / PAGE * 8).unpack("Q*")
-            kinds = YjitMemoryMaps.page_kinds(mapping, maps, index, entries, mem, HEAP_PAGE_SIZE)
-            entries.each_with_index do |entry, i|
-              next if entry & YjitMemoryMaps::PRESENT == 0 || entry & YjitMemoryMaps::EXCLUSIVE == 0
-
-              address = mapping.start + i * PAGE
-              state = nil
-              if ref && ref_maps.any? { |m| m.start <= address && address < m.stop && !m.perms.start_with?("---") }
-                mine = YjitMemoryMaps.read(mem, address, PAGE)
-                theirs = YjitMemoryMaps.read(ref, address, PAGE)
-                state = (mine == theirs) ? :same : :changed if mine && theirs
-              end
-              yield address, kinds[i], state, entry
-            end
-          end
-        ensure
-          ref&.close
-        end
-      end
+      mine, theirs = pair.call
+      state = (mine == theirs) ? :same : :changed if mine && theirs
+      yield address, kind, state, entry
     end
   end
 

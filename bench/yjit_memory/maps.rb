@@ -45,8 +45,23 @@ module YjitMemoryMaps
   # @return [Hash] kind => {rss:, uss:, same:, changed:} in bytes (same/changed only with ref_pid), and
   #   :changed_bytes => per kind, bytes that differ from the reference inside changed pages
   def classify(pid, heap_page_size:, ref_pid: nil)
-    maps = mappings(pid)
     result = KINDS.to_h { |kind| [kind, {rss: 0, uss: 0, same: 0, changed: 0, diff_bytes: 0, changed_le2_words: 0}] }
+    each_page(pid, heap_page_size: heap_page_size, ref_pid: ref_pid) do |_address, kind, entry, _mapping, pair|
+      slot = result[kind]
+      slot[:rss] += PAGE
+      next if entry & EXCLUSIVE == 0
+
+      slot[:uss] += PAGE
+      compare(slot, *pair.call)
+    end
+    result
+  end
+
+  # Yields each resident page of pid: its address, kind, pagemap entry and mapping, and a lambda that
+  # reads it and the reference's page at the same address ([mine, theirs], or nil when the page is
+  # not anonymous or the reference does not map it).
+  def each_page(pid, heap_page_size:, ref_pid: nil)
+    maps = mappings(pid)
     File.open("/proc/#{pid}/pagemap", "rb") do |pagemap|
       File.open("/proc/#{pid}/mem", "rb") do |mem|
         ref = ref_pid && File.open("/proc/#{ref_pid}/mem", "rb")
@@ -60,12 +75,9 @@ module YjitMemoryMaps
             entries.each_with_index do |entry, i|
               next if entry & PRESENT == 0
 
-              slot = result[kinds[i]]
-              slot[:rss] += PAGE
-              next if entry & EXCLUSIVE == 0
-
-              slot[:uss] += PAGE
-              compare(slot, mem, ref, ref_maps, mapping.start + i * PAGE) if ref && mapping.anon?
+              address = mapping.start + i * PAGE
+              pair = -> { page_pair(mem, ref, ref_maps, address) if ref && mapping.anon? }
+              yield address, kinds[i], entry, mapping, pair
             end
           end
         ensure
@@ -73,15 +85,19 @@ module YjitMemoryMaps
         end
       end
     end
-    result
   end
 
-  # Reads this page in both processes (when the reference maps it) and counts it same or changed.
-  def compare(slot, mem, ref, ref_maps, address)
+  # @return [Array(String, String), nil] the page at address in this process and in the reference
+  def page_pair(mem, ref, ref_maps, address)
     return unless ref_maps.any? { |m| m.start <= address && address < m.stop && !m.perms.start_with?("---") }
 
     mine = read(mem, address, PAGE)
     theirs = read(ref, address, PAGE)
+    [mine, theirs] if mine && theirs
+  end
+
+  # Counts a page the process holds alone as the same as the reference's or changed.
+  def compare(slot, mine = nil, theirs = nil)
     return unless mine && theirs
 
     if mine == theirs
