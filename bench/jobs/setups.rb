@@ -23,6 +23,11 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 1000]` (bench/jobs/overlay/config/herd_refork.rb): " \
         "workers reforked from a warmed one after 50, then 100 jobs"),
+    Setup.new(name: "herd-sidekiq+yjit_late", system: :sidekiq, expect: 4,
+      env: SIDEKIQ_ENV.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
+      commands: [%w[bundle exec herd sidekiq -c config/herd_yjit_late.rb -w 4 -- -c 5]],
+      description: "the same with YJIT off in the mold and turned on in each worker after its fork " \
+        "(bench/jobs/overlay/config/herd_yjit_late.rb)"),
     Setup.new(name: "sidekiq-x4", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: Array.new(4) { %w[bundle exec sidekiq -c 5] },
       description: "4 separate `bundle exec sidekiq -c 5` (each boots the app)"),

@@ -21,3 +21,8 @@ if ENV["BENCH_JOBS_HERD_FORK"] == "1"
     File.write(Rails.root.join("tmp/bench_herd_fork.log").to_s, "#{Process.pid} #{Process.ppid} #{summary}\n", mode: "a")
   end
 end
+
+# BENCH_JOBS_YJIT_LATE=1: the app boots without YJIT (Rails turns it on at the
+# end of boot when config.yjit is set); herd's workers turn it on after
+# their fork (config/herd_yjit_late.rb).
+Rails.application.config.yjit = false if ENV["BENCH_JOBS_YJIT_LATE"] == "1"
