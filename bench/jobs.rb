@@ -9,9 +9,11 @@
 # rendered, CPU), and jobs/s on CPU-bound jobs alone against one process
 # with one thread.
 #
-#   # Ruby 3.4 + YJIT, the apps bundle (test/apps/setup installs it and redis-server):
-#   export PATH=/root/.herd/rubies/3.4.5/bin:$PATH RUBY_YJIT_ENABLE=1
+#   # Ruby 3.4, the apps bundle (test/apps/setup installs it and redis-server);
+#   # YJIT as users run it: Rails' config.yjit turns it on at the end of boot
+#   export PATH=/root/.herd/rubies/3.4.5/bin:$PATH
 #   ruby bench/jobs.rb                      # bench/results/jobs.md and jobs.json
+#   RUBY_YJIT_ENABLE=1 ruby bench/jobs.rb   # YJIT from the start: every process compiles its boot too
 #   ruby bench/jobs.rb --smoke              # a minute or two: every setup once, small batches
 #   ruby bench/jobs.rb [--reps N] [--jobs N] [--cpu-jobs N] [--only LIST] [--interval S] [--name NAME]
 #
@@ -80,7 +82,7 @@ begin
   env[:redis] = redis&.version
   warn "bench/jobs: preparing the app in #{work}"
   template = JobsBench.template(work)
-  env.merge!(app: template[:source], server_ruby: template[:ruby], yjit: template[:yjit], versions: template[:versions])
+  env.merge!(app: template[:source], server_ruby: template[:ruby], yjit: template[:yjit], yjit_env: JobsBench.yjit?, versions: template[:versions])
   (1..options[:reps]).each do |round|
     setups.rotate(round - 1).each do |setup|
       run = JobsBench.run(setup, round: round, template: template, work: work, redis: redis, options: options)

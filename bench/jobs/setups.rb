@@ -44,6 +44,10 @@ module JobsBench
     Setup.new(name: "herd-solid_queue+refork", system: :solid_queue, expect: 4, env: FOUR,
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork.rb -w 4]],
       description: "the same with `refork_after [50, 100, 1000]`"),
+    Setup.new(name: "herd-solid_queue+yjit_late", system: :solid_queue, expect: 4,
+      env: FOUR.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
+      commands: [%w[bundle exec herd solid_queue -c config/herd_yjit_late.rb -w 4]],
+      description: "the same with YJIT off in the mold and turned on in each worker after its fork"),
     Setup.new(name: "bin/jobs", system: :solid_queue, expect: 4, env: FOUR,
       commands: [%w[bin/jobs]],
       description: "`bin/jobs` with JOB_CONCURRENCY=4: Solid Queue's fork supervisor, 4 workers × 3 threads, " \
