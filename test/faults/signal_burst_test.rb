@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "test_helper"
+require "support/control_client"
 require "support/fault_server"
 
 # Bursts of mixed signals under load, to the monitor and to its children.
@@ -11,10 +12,12 @@ require "support/fault_server"
 # HERD_FAULT_SEED=N replays a run's signals and gaps.
 class FaultSignalBurstTest < Herd::Test
   include Herd::FaultServer
+  include Herd::ControlClient
 
   WORKERS = 2
   TO_MONITOR = %w[TTIN TTOU USR2 USR1 HUP].freeze
   TO_CHILDREN = %w[USR1 USR2 HUP TTIN TTOU WINCH].freeze
+  CONTROL_SOCKET = "control.sock"
 
   def self.test_timeout
     120
@@ -49,10 +52,10 @@ class FaultSignalBurstTest < Herd::Test
       sleep(@random.rand(0.02))
     end
     assert_monitor_alive("after a burst of #{burst.tally}")
-    caught_up
-    # First: the burst may have left no worker at all (TTOU down to 0);
-    # requests wait in the backlog until TTIN brings workers back.
-    back_to_settled(WORKERS)
+    # The burst may have left no worker at all (TTOU down to 0): requests
+    # wait in the backlog until TTIN brings workers back.
+    back_to(WORKERS)
+    settle(@server, workers: WORKERS)
     @load.wait_for_requests(10)
     assert_no_child_killed
     assert_usr1_reopens_the_access_log
@@ -102,7 +105,7 @@ class FaultSignalBurstTest < Herd::Test
   private
 
   def serve(config: nil)
-    @server = Herd::ServerHarness.new(app: WORK_APP, config: config, args: ["-w", WORKERS.to_s, "--access-log", "access.log"])
+    @server = Herd::ServerHarness.new(app: WORK_APP, config: "control_listen \"unix:#{CONTROL_SOCKET}\"\n#{config}", args: ["-w", WORKERS.to_s, "--access-log", "access.log"])
     @load = Herd::FaultLoad.new(port: @server.port, clients: 4, path: ->(id) { "/work/#{id}/#{[2, 10, 30][id % 3]}" }).start
     assert @load.wait_for_requests(10), "the load never got going; log:\n#{log_tail(@server)}"
   end
@@ -120,47 +123,33 @@ class FaultSignalBurstTest < Herd::Test
     assert_empty bad, "log:\n#{log_tail(@server)}"
   end
 
-  # TTIN / TTOU one at a time, each answered in the log, until the target is
-  # `workers` again (signals in a burst may merge, so the target is read
-  # from the log).
-  # The burst's last signals may still be on their way through the
-  # monitor's queue when back_to reads its target from the log (CI saw a
-  # TTIN logged just after): a tree that settles on another count is set
-  # back again, a few times at most.
-  # The log read up to the monitor's handling of the whole burst: back_to
-  # reads the workers target from it, and a log read a few lines short
-  # once took a target of 0 for 3 and left the clients waiting. The
-  # monitor handles its signals in order, so one more, logged, comes last.
-  def caught_up
-    mark = @server.mark
-    @server.signal("USR1")
-    @server.wait_for(/monitor: USR1: /, after: mark)
-  end
-
-  def back_to_settled(workers, attempts: 3)
-    attempts.times do |attempt|
-      back_to(workers)
-      @load.wait_for_requests(10)
-      return settle(@server, workers: workers) if attempt == attempts - 1
-
-      begin
-        return settle(@server, workers: workers, timeout: 15)
-      rescue Minitest::Assertion
-        next
-      end
-    end
-  end
-
+  # TTIN / TTOU one at a time until the monitor's workers target is
+  # `workers` again. The target is read from the monitor (/stats), not from
+  # the log: signals that arrive together are handled in the order of their
+  # numbers (docs/SIGNALS.md), so the log's last "workers: a -> b" line may
+  # not be the burst's last word yet.
   def back_to(workers)
     loop do
-      # "workers: 2 -> 3" (TTIN), or "HUP: workers: 3 -> 2" (a reload goes back to the configured count)
-      target = @server.lines.dup.grep(/monitor: (?:\w+: )?workers: \d+ -> \d+/).last&.then { |line| Integer(line[/-> (\d+)/, 1]) } || workers
+      target = workers_target
       return if target == workers
 
-      mark = @server.mark
       @server.signal((target < workers) ? "TTIN" : "TTOU")
-      @server.wait_for(/monitor: (?:\w+: )?workers: #{target} -> \d+/, after: mark)
+      Herd::Waiting.wait_until("the monitor's workers target to leave #{target}", timeout: 10,
+        detail: -> { "log:\n#{log_tail(@server)}" }) { control_stats(control_address).dig("server", "workers_target") != target }
     end
+  end
+
+  # The target once the monitor has handled every signal sent so far. A
+  # turn of its loop may answer /stats before it handles the signals that
+  # arrived during that turn; the second of two answers in a row comes from
+  # a later turn, after all of them.
+  def workers_target
+    control_stats(control_address)
+    control_stats(control_address).dig("server", "workers_target")
+  end
+
+  def control_address
+    "unix:#{File.join(@server.dir, CONTROL_SOCKET)}"
   end
 
   # logrotate: the access log is renamed, USR1 goes to the monitor, and

@@ -28,7 +28,8 @@ module Herd
         [@reader, @writer]
       end
 
-      # @return [Array<String>] the signals received since the last call, in order
+      # @return [Array<String>] the signals handled since the last call, in the order their
+      #   handlers ran (signals pending together run lowest number first)
       def drain
         @reader.read_nonblock(1024, exception: false)
         names = []
