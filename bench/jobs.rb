@@ -23,7 +23,8 @@
 # makes under tmp/apps, copied with bench/jobs/overlay over it: the jobs,
 # an initializer (the Sidekiq adapter when BENCH_JOBS_ADAPTER=sidekiq; herd's
 # fork hook when BENCH_JOBS_HERD_FORK=1), queue.yml with JOB_THREADS, and
-# the script that enqueues. bench/jobs/NOTES.md, when it exists, ends the report.
+# the script that enqueues. bench/jobs/NOTES.md, when it exists, ends the report
+# of the default name (jobs.md).
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
@@ -103,8 +104,10 @@ if options[:plot]
   plot = Bench::Plot.write(runs, options[:name], title: "bench/jobs: Σ PSS over time, by role (herd plot)", key: :setup)
   markdown += "\n## Σ PSS over time (repetition 1 of each setup)\n\n![Σ PSS over time, by role](#{File.basename(plot)})\n" if plot
 end
+# NOTES.md reads the run that bench/results/jobs.md holds: a run under
+# another --name gets no notes that were not written about it.
 notes = File.join(__dir__, "jobs", "NOTES.md")
-markdown += "\n#{File.read(notes)}" if File.exist?(notes) && !options[:smoke]
+markdown += "\n#{File.read(notes)}" if File.exist?(notes) && options[:name] == "jobs"
 puts markdown
 paths = Bench::Report.write(options[:name], markdown: markdown,
   data: {environment: env, options: options, summary: report.summary, runs: runs})

@@ -33,7 +33,7 @@
 # NAME.json; NAME is `rails` for the Rails 7.2 app on glibc, APP-MALLOC
 # otherwise (rails8-glibc, rails8-jemalloc, rails7-jemalloc), --name to
 # write another. bench/rails/NOTES.md (rails7) or bench/rails8/NOTES.md
-# (rails8), when it exists, ends the report.
+# (rails8), when it exists, ends the report of the default name.
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "optparse"
@@ -77,8 +77,10 @@ end
 default_name = ->(app, malloc) { (app == "rails7" && malloc == "glibc") ? "rails" : "#{app}-#{malloc}" }
 
 publish = lambda do |env, runs, opts|
+  # The notes read the run under the default name: another --name gets none.
   notes = RailsBench::APPS.fetch(env[:app_name] || "rails7").notes
-  opts[:notes] = File.exist?(notes) ? "\n#{File.read(notes)}" : ""
+  default = opts[:name] == default_name.call(env[:app_name] || "rails7", opts[:malloc] || "glibc")
+  opts[:notes] = (default && File.exist?(notes)) ? "\n#{File.read(notes)}" : ""
   report = RailsBench::Report.new(env: env, runs: runs, options: opts)
   markdown = report.markdown
   puts markdown
