@@ -43,7 +43,10 @@ class RailsSolidQueueTest < Herd::Test
     assert_equal ["herd worker 0 gen 0", "herd worker 1 gen 0"], rows.map { |row| row[:herd] }.uniq.sort
     assert_equal worker_pids.sort, rows.map { |row| row[:pid] }.uniq.sort
 
-    jobs = enqueue(30, 0.02)
+    # Each worker claims at most its 3 threads' worth per poll and polls
+    # every second (queue.yml as generated): with 12 jobs of 1.5 s, the
+    # first worker to poll is still busy when the other one polls.
+    jobs = enqueue(12, 1.5)
     wait_for_finished(jobs)
     assert_runs_once(jobs)
     assert_equal worker_pids.sort, finished_pids(jobs).uniq.sort, "both herd workers ran jobs"
