@@ -104,10 +104,7 @@ if options[:plot]
   plot = Bench::Plot.write(runs, options[:name], title: "bench/jobs: Σ PSS over time, by role (herd plot)", key: :setup)
   markdown += "\n## Σ PSS over time (repetition 1 of each setup)\n\n![Σ PSS over time, by role](#{File.basename(plot)})\n" if plot
 end
-# NOTES.md reads the run that bench/results/jobs.md holds: a run under
-# another --name gets no notes that were not written about it.
-notes = File.join(__dir__, "jobs", "NOTES.md")
-markdown += "\n#{File.read(notes)}" if File.exist?(notes) && options[:name] == "jobs"
+markdown += Bench::Report.notes(File.join(__dir__, "jobs", "NOTES.md"), name: options[:name], default: "jobs")
 puts markdown
 paths = Bench::Report.write(options[:name], markdown: markdown,
   data: {environment: env, options: options, summary: report.summary, runs: runs})

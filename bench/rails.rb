@@ -77,10 +77,9 @@ end
 default_name = ->(app, malloc) { (app == "rails7" && malloc == "glibc") ? "rails" : "#{app}-#{malloc}" }
 
 publish = lambda do |env, runs, opts|
-  # The notes read the run under the default name: another --name gets none.
-  notes = RailsBench::APPS.fetch(env[:app_name] || "rails7").notes
-  default = opts[:name] == default_name.call(env[:app_name] || "rails7", opts[:malloc] || "glibc")
-  opts[:notes] = (default && File.exist?(notes)) ? "\n#{File.read(notes)}" : ""
+  app = env[:app_name] || "rails7"
+  opts[:notes] = Bench::Report.notes(RailsBench::APPS.fetch(app).notes, name: opts[:name],
+    default: default_name.call(app, opts[:malloc] || "glibc"))
   report = RailsBench::Report.new(env: env, runs: runs, options: opts)
   markdown = report.markdown
   puts markdown

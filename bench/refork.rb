@@ -42,7 +42,7 @@ OptionParser.new do |opts|
   opts.on("--report-only JSON", "rewrite the results from an earlier run's JSON") { |path| options[:from] = path }
 end.parse!
 
-notes = File.join(__dir__, "refork", "NOTES.md")
+notes = Bench::Report.notes(File.join(__dir__, "refork", "NOTES.md"), name: options[:name], default: "refork")
 if options[:from]
   ReloadBench::Driver.report_only(options[:from], options[:name], ReforkBench::Report, notes)
   exit

@@ -2,10 +2,13 @@
 
 require_relative "../support/report"
 require_relative "../support/runs_report"
+require_relative "servers_line"
 
 module RailsBench
   # bench/results/rails.md from the runs.
   class Report < Bench::RunsReport
+    include ServersLine
+
     def ok_runs(name)
       @runs.select { |run| run[:server] == name && !run[:error] }
     end
@@ -101,33 +104,6 @@ module RailsBench
       Bench::Report.markdown_table(["target", "herd / peer per round"], rows)
     end
 
-    # @return [RailsBench::App] the app the runs served (results from before --app: Rails 7.2)
-    def app
-      RailsBench::APPS.fetch(@env[:app_name] || "rails7")
-    end
-
-    # What the servers ran: app, Ruby, YJIT, malloc.
-    def servers_line
-      ruby = @env[:server_ruby] ? "`#{@env[:server_ruby]}`" : "the driver's"
-      "app `#{app.name}` (#{@env[:app]}); Ruby #{ruby}; YJIT #{yjit_text}; malloc #{malloc_text}"
-    end
-
-    def yjit_text
-      case @env[:yjit]
-      when nil then "not recorded"
-      when false then "off (checked in the app booted with the servers' environment)"
-      else "on (checked in the app booted with the servers' environment; " \
-        "#{@env[:yjit_env] ? "RUBY_YJIT_ENABLE=1, as the driver ran" : "Rails' `config.yjit`, no RUBY_YJIT_ENABLE"})"
-      end
-    end
-
-    def malloc_text
-      rows = @runs.flat_map { |run| run[:final] || [] }.reject { |row| row[:jemalloc].nil? }
-      preload = @env[:ld_preload] ? " (`LD_PRELOAD=#{@env[:ld_preload]}`)" : ""
-      check = rows.empty? ? "" : ", libjemalloc mapped by #{rows.count { |row| row[:jemalloc] }} of the #{rows.size} server processes at the runs' ends"
-      "#{@env[:malloc] || "glibc"}#{preload}#{check}"
-    end
-
     def config_list
       @options[:servers_described].map { |name, description| "- `#{name}`: #{description}" }.join("\n")
     end
@@ -137,7 +113,7 @@ module RailsBench
         # bench/rails: herd against the peers on a Rails app
 
         #{Bench::Report.environment_markdown(@env)}- servers: #{servers_line}
-        - versions (#{app.gemfile}.lock): #{@env[:versions].map { |k, v| "#{k} #{v}" }.join(", ")}
+        - #{versions_line}
         - load average at start / end: #{@env[:loadavg_start]} / #{@env[:loadavg_end]}; #{@env[:seconds]} s in all
 
         #{app.description}, #{RailsBench::THINGS} records, a fresh copy of its directory

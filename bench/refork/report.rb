@@ -2,10 +2,13 @@
 
 require_relative "../support/report"
 require_relative "../support/runs_report"
+require_relative "../rails/servers_line"
 
 module ReforkBench
   # bench/results/refork.md from the runs.
   class Report < Bench::RunsReport
+    include RailsBench::ServersLine
+
     TARGETS = {window: 0.9, p99: 2.0}.freeze
 
     def table
@@ -80,7 +83,8 @@ module ReforkBench
       <<~MD
         # bench/refork: what one refork costs on a Rails app
 
-        #{Bench::Report.environment_markdown(@env)}- versions (bench/rails/Gemfile.lock): #{@env[:versions].map { |k, v| "#{k} #{v}" }.join(", ")}
+        #{Bench::Report.environment_markdown(@env)}- servers: #{servers_line}
+        - #{versions_line}
         - load average at start / end: #{@env[:loadavg_start]} / #{@env[:loadavg_end]}; #{@env[:seconds]} s in all
 
         The Rails app of bench/rails (test/apps' scaffold, SQLite, production), #{@options[:workers]} workers, bench/rails's

@@ -18,7 +18,7 @@ module ReloadBench
     end
 
     # @param report [Class] the driver's report (.new(env:, runs:, options:).markdown)
-    # @param notes [String] the driver's NOTES.md, appended when it exists
+    # @param notes [String] what ends the report (Bench::Report.notes)
     def publish(report, notes, env, runs, opts)
       Bench::Report.publish(opts[:name], markdown: report.new(env: env, runs: runs, options: opts).markdown,
         notes: notes, environment: env, options: opts, runs: runs)

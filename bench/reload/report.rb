@@ -2,10 +2,13 @@
 
 require_relative "../support/report"
 require_relative "../support/runs_report"
+require_relative "../rails/servers_line"
 
 module ReloadBench
   # bench/results/reload.md from the runs.
   class Report < Bench::RunsReport
+    include RailsBench::ServersLine
+
     def table
       rows = @runs.map do |run|
         next error_row(run, 13) if run[:error]
@@ -54,7 +57,8 @@ module ReloadBench
       <<~MD
         # bench/reload: memory during a reload
 
-        #{Bench::Report.environment_markdown(@env)}- versions (bench/rails/Gemfile.lock): #{@env[:versions].map { |k, v| "#{k} #{v}" }.join(", ")}
+        #{Bench::Report.environment_markdown(@env)}- servers: #{servers_line}
+        - #{versions_line}
         - load average at start / end: #{@env[:loadavg_start]} / #{@env[:loadavg_end]}; #{@env[:seconds]} s in all
 
         The Rails app of bench/rails (test/apps' scaffold, SQLite, production, #{RailsBench::THINGS} records) plus one

@@ -108,11 +108,18 @@ module Bench
       array.all? { |value| value.is_a?(Array) ? flat?(value, depth - 1) : !value.is_a?(Hash) }
     end
 
-    # A driver's last step: its markdown plus the notes file (when there is
-    # one) printed and written with the runs' JSON.
+    # A driver's NOTES.md reads the run that its default results file
+    # holds: a run under another name gets none.
+    # @return [String] "" or a blank line and the notes
+    def notes(path, name:, default:)
+      (name == default && File.exist?(path)) ? "\n#{File.read(path)}" : ""
+    end
+
+    # A driver's last step: its markdown plus its notes ({notes}) printed and
+    # written with the runs' JSON.
     # @return [Array<String>] the paths written
     def publish(name, markdown:, notes:, environment:, options:, runs:)
-      markdown += "\n#{File.read(notes)}" if File.exist?(notes)
+      markdown += notes
       puts markdown
       write(name, markdown: markdown, data: {environment: environment, options: options, runs: runs}).tap do |paths|
         warn "wrote #{paths.join(", ")}"
