@@ -5,6 +5,7 @@ require_relative "../clock"
 require_relative "forking"
 require_relative "../linux"
 require_relative "context"
+require_relative "early_yjit"
 require_relative "role_accessors"
 require_relative "link"
 require_relative "worker"
@@ -55,8 +56,10 @@ module Herd
       # monitor without subreaper).
       def boot
         unless @app
+          early_yjit = EarlyYJIT.on?
           @app = @service.load_app(config, log, role)
           warn_about_shadowed_gems
+          log.info(role, EarlyYJIT::ADVICE) if early_yjit
         end
         hooks.run(:after_mold_fork, log, role, @context, @info)
         # Not in a promoted mold: the worker it comes from has served real traffic.
