@@ -23,6 +23,10 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 1000]` (bench/jobs/overlay/config/herd_refork.rb): " \
         "workers reforked from a warmed one after 50, then 100 jobs"),
+    Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
+      description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
+        "(bench/jobs/overlay/config/herd_refork_often.rb)"),
     Setup.new(name: "herd-sidekiq+yjit_late", system: :sidekiq, expect: 4,
       env: SIDEKIQ_ENV.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
       commands: [%w[bundle exec herd sidekiq -c config/herd_yjit_late.rb -w 4 -- -c 5]],
