@@ -22,7 +22,7 @@ module JobsBench
         # bench/jobs: job workers on the Rails 8 app, Σ PSS and jobs/s
 
         #{Bench::Report.environment_markdown(@env)}- app: `#{@env[:app]}` (the Rails 8.1 app `rails new` makes, with the scaffold `Thing`), `RAILS_ENV=production`, copied afresh for every run with bench/jobs/overlay over it
-        - booted app: `#{@env[:server_ruby]}`, YJIT #{yjit_text}; #{(@env[:versions] || {}).map { |name, version| "#{name} #{version}" }.join(", ")}; Redis #{@env[:redis] || "not used"}
+        - booted app: `#{@env[:server_ruby]}`, YJIT #{Bench::Report.yjit_text(@env[:yjit], @env[:yjit_env])}; #{(@env[:versions] || {}).map { |name, version| "#{name} #{version}" }.join(", ")}; Redis #{@env[:redis] || "not used"}
         - load average at start #{@env[:loadavg_start]}, at end #{@env[:loadavg_end]}; #{@env[:seconds]} s in all
         - #{outside_load}
         - #{@options[:reps]} repetitions, the setups interleaved (their order rotating each repetition); mixed batch #{@options[:jobs]} jobs, CPU batch #{@options[:cpu_jobs]} jobs; Σ PSS sampled every #{@options[:interval]} s
@@ -57,15 +57,6 @@ module JobsBench
     end
 
     private
-
-    # YJIT as the booted app had it, and whether it started with each
-    # process (RUBY_YJIT_ENABLE=1: the app's boot compiled too) or at the
-    # end of boot, where Rails' `config.yjit` turns it on.
-    def yjit_text
-      return "off" unless @env[:yjit]
-
-      @env[:yjit_env] ? "on from the start (RUBY_YJIT_ENABLE=1, as the driver ran)" : "on at the end of boot (Rails' `config.yjit`; no RUBY_YJIT_ENABLE)"
-    end
 
     # The cores busy outside the setup's processes during its batches: the
     # enqueuing runner, redis-server, and whatever else ran on the machine.

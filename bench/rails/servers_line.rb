@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "app"
+require_relative "../support/report"
 
 module RailsBench
   # The header lines that say what the servers of a Rails bench ran (app,
@@ -15,21 +16,13 @@ module RailsBench
     # What the servers ran: app, Ruby, YJIT, malloc.
     def servers_line
       ruby = @env[:server_ruby] ? "`#{@env[:server_ruby]}`" : "the driver's"
-      "app `#{app.name}` (#{@env[:app]}); Ruby #{ruby}; YJIT #{yjit_text}; malloc #{malloc_text}"
+      "app `#{app.name}` (#{@env[:app]}); Ruby #{ruby}; YJIT #{Bench::Report.yjit_text(@env[:yjit], @env[:yjit_env])}; " \
+        "malloc #{malloc_text}"
     end
 
     # @return [String] the gems of the app's bench bundle, from its lock
     def versions_line
       "versions (#{app.gemfile}.lock): #{(@env[:versions] || {}).map { |name, version| "#{name} #{version}" }.join(", ")}"
-    end
-
-    def yjit_text
-      case @env[:yjit]
-      when nil then "not recorded"
-      when false then "off (checked in the app booted with the servers' environment)"
-      else "on (checked in the app booted with the servers' environment; " \
-        "#{@env[:yjit_env] ? "RUBY_YJIT_ENABLE=1, as the driver ran" : "Rails' `config.yjit`, no RUBY_YJIT_ENABLE"})"
-      end
     end
 
     def malloc_text

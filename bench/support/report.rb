@@ -108,6 +108,23 @@ module Bench
       array.all? { |value| value.is_a?(Array) ? flat?(value, depth - 1) : !value.is_a?(Hash) }
     end
 
+    # YJIT as the booted app had it, and how it came on: with each process
+    # (RUBY_YJIT_ENABLE=1 or --yjit, so the boot compiled too) or at the end
+    # of the boot, where Rails' `config.yjit` turns it on.
+    # @param yjit [Boolean, nil] on in the booted app; nil: not recorded
+    # @param from_start [Object] truthy when the driver ran with YJIT on
+    # @return [String]
+    def yjit_text(yjit, from_start)
+      case yjit
+      when nil then "not recorded"
+      when false then "off (checked in the app booted with the servers' environment)"
+      else
+        how = from_start ? "from the start of each process: RUBY_YJIT_ENABLE=1, as the driver ran" :
+          "at the end of boot: Rails' `config.yjit`, no RUBY_YJIT_ENABLE"
+        "on (checked in the app booted with the servers' environment; #{how})"
+      end
+    end
+
     # A driver's NOTES.md reads the run that its default results file
     # holds: a run under another name gets none.
     # @return [String] "" or a blank line and the notes
