@@ -66,6 +66,9 @@ abort "bench/jobs: the Rails 8 app needs Ruby >= 3.2, this is #{RUBY_VERSION}" i
 unknown = options[:only] - JobsBench::SETUPS.map(&:name)
 abort "bench/jobs: no setup #{unknown.join(", ")}" unless unknown.empty?
 setups = JobsBench::SETUPS.select { |setup| options[:only].include?(setup.name) }
+if setups.any?(&:ksm) && !Bench::KSM.running?
+  abort "bench/jobs: the +ksm setups need the kernel's KSM daemon: as root, echo 1 > #{Bench::KSM::DIR}/run"
+end
 missing = JobsBench.missing_bundle
 abort "bench/jobs: #{missing}" if missing
 if setups.any?(&:sidekiq?) && (tool = JobsBench::Redis.missing)
@@ -74,6 +77,7 @@ end
 
 env = Bench::Report.environment(command).merge(loadavg_start: Bench::Report.loadavg)
 env[:herd] = ENV["HERD_REVISION"] if ENV["HERD_REVISION"]
+env[:ksm] = Bench::KSM.settings if setups.any?(&:ksm)
 started = Bench::Clock.now
 runs = []
 work = Dir.mktmpdir("bench-jobs")

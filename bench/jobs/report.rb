@@ -34,7 +34,7 @@ module JobsBench
         enqueued at once (`ActiveJob.perform_all_later`), from just before the enqueue to the end of its
         last job. The mixed batch is 40 % DatabaseJob, 40 % RenderJob, 20 % CpuJob (bench/jobs/overlay/app/jobs).
 
-        #{setups_list}
+        #{setups_list}#{ksm_note}
         #{SYSTEMS.map { |system, title| system_table(system, title) }.join("\n")}
         ## Targets (issue 36)
 
@@ -116,6 +116,17 @@ module JobsBench
       "\nherd/fork in `bin/jobs`'s supervisor: forked processes that logged its hook, per repetition: " \
         "#{counts.join(", ")}; what the first fork's heap preparation did: `#{first&.split(" ", 3)&.last || "nothing logged"}` " \
         "(the later forks find the heap already prepared).\n"
+    end
+
+    # What the kernel's page merging cost: ksmd's CPU over each +ksm run.
+    def ksm_note
+      ksm = @good.select { |run| run[:setup].end_with?("+ksm") }
+      return "" if ksm.empty?
+
+      settings = @env[:ksm] || {}
+      cpu = ksm.group_by { |run| run[:setup] }.map { |name, runs| "`#{name}` #{range(runs) { |run| run[:ksmd_cpu_s] }} s" }
+      "\nKSM: ksmd #{settings.map { |key, value| "#{key} #{value}" }.join(", ")}; ksmd's CPU over each run " \
+        "(boot to stop; the setups' own CPU excludes it): #{cpu.join(", ")}.\n"
     end
 
     def setup_system(system) = system.to_sym

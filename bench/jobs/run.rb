@@ -3,6 +3,7 @@
 require_relative "app"
 require_relative "group"
 require_relative "../support/clock"
+require_relative "../support/ksm"
 require_relative "../support/processes"
 require_relative "../support/sampler"
 require_relative "../support/stats"
@@ -26,6 +27,7 @@ module JobsBench
     redis&.call("FLUSHALL") if setup.sidekiq?
     extra = setup.env.merge(setup.sidekiq? ? {"REDIS_URL" => redis.url} : {})
     group = Group.new(setup.commands, env: env(extra), chdir: dir, log_path: log_path)
+    ksmd = Bench::KSM.cpu_seconds
     spawned = Bench::Clock.now
     group.start
     wait_ready(setup, group, dir, redis, timeout: options[:boot_timeout])
@@ -50,6 +52,7 @@ module JobsBench
     to = result[:cpu][:t_end]
     sleep options[:interval] # one more sample after the last job
     result[:final] = final(group)
+    result[:ksmd_cpu_s] = (Bench::KSM.cpu_seconds - ksmd).round(2)
     sampler.stop
     result[:memory] = Bench::Sampler.summary(sampler.samples, from: from, to: Bench::Clock.now)
     result[:memory_cpu_batch] = Bench::Sampler.summary(sampler.samples, from: result[:cpu][:t0], to: to)

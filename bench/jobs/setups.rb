@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../support/ksm"
+
 module JobsBench
   # One way to run the app's jobs: the commands (each its own process, all
   # in one process group: the first's), the environment they add, and what
@@ -7,15 +9,26 @@ module JobsBench
   # (Sidekiq's process set in Redis, Solid Queue's Worker rows). A baseline
   # runs the CPU batch only: one process, one thread, what the others'
   # CPU-bound throughput is measured against.
-  Setup = Struct.new(:name, :system, :commands, :env, :expect, :baseline, :description, keyword_init: true) do
+  Setup = Struct.new(:name, :system, :commands, :env, :expect, :baseline, :description, :ksm, keyword_init: true) do
     def sidekiq? = system == :sidekiq
+
+    # The same setup with the kernel's same-page merging asked for on every
+    # process (bench/support/ksm_exec.rb, as systemd's MemoryKSM=yes).
+    def with_ksm
+      dup.tap do |setup|
+        setup.name = "#{name}+ksm"
+        setup.ksm = true
+        setup.commands = commands.map { |command| Bench::KSM.wrap(command) }
+        setup.description = "#{description}; KSM asked for on every process (prctl PR_SET_MEMORY_MERGE, as systemd's MemoryKSM=yes)"
+      end
+    end
   end
 
   SIDEKIQ_ENV = {"BENCH_JOBS_ADAPTER" => "sidekiq"}.freeze
   # config/queue.yml's `processes:` (bench/jobs/overlay/config/queue.yml).
   FOUR = {"JOB_CONCURRENCY" => "4"}.freeze
 
-  SETUPS = [
+  PLAIN = [
     Setup.new(name: "herd-sidekiq", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -w 4 -- -c 5]],
       description: "`herd sidekiq -w 4 -- -c 5`: 4 Sidekiq processes × 5 threads forked from one mold"),
@@ -64,6 +77,8 @@ module JobsBench
       env: {"JOB_CONCURRENCY" => "1", "JOB_THREADS" => "1"}, commands: [%w[bin/jobs]],
       description: "baseline: `bin/jobs` with 1 worker × 1 thread (CPU batch only)")
   ].freeze
+  KSM = %w[herd-sidekiq herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
+  SETUPS = (PLAIN + PLAIN.select { |setup| KSM.include?(setup.name) }.map(&:with_ksm)).freeze
 
   # The targets of issue 36: setup, compared with, at most this ratio of Σ PSS.
   MEMORY_TARGETS = [
@@ -73,7 +88,15 @@ module JobsBench
     ["herd-sidekiq+refork", "sidekiq-c20", 1.3],
     ["herd-solid_queue", "bin/jobs", 0.5],
     ["herd-solid_queue+refork", "bin/jobs", 0.5],
-    ["bin/jobs+herd/fork", "bin/jobs", nil]
+    ["bin/jobs+herd/fork", "bin/jobs", nil],
+    ["herd-sidekiq+ksm", "sidekiq-x4+ksm", 0.5],
+    ["herd-sidekiq+ksm", "sidekiq-c20+ksm", 1.3],
+    ["herd-sidekiq+refork+ksm", "sidekiq-x4", 0.5],
+    ["herd-sidekiq+refork+ksm", "sidekiq-x4+ksm", 0.5],
+    ["herd-sidekiq+refork+ksm", "sidekiq-c20", 1.3],
+    ["herd-sidekiq+refork+ksm", "sidekiq-c20+ksm", 1.3],
+    ["herd-solid_queue+refork+ksm", "bin/jobs", 0.5],
+    ["herd-solid_queue+refork+ksm", "bin/jobs+ksm", 0.5]
   ].freeze
   # CPU-bound jobs/s against the job system's one process with one thread.
   CPU_TARGET = 1.8
