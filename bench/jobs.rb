@@ -15,7 +15,9 @@
 #   ruby bench/jobs.rb                      # bench/results/jobs.md and jobs.json
 #   RUBY_YJIT_ENABLE=1 ruby bench/jobs.rb   # YJIT from the start: every process compiles its boot too
 #   ruby bench/jobs.rb --smoke              # a minute or two: every setup once, small batches
-#   ruby bench/jobs.rb [--reps N] [--jobs N] [--cpu-jobs N] [--only LIST] [--interval S] [--name NAME]
+#   ruby bench/jobs.rb [--reps N] [--jobs N] [--cpu-jobs N] [--only LIST] [--interval S] [--idle S] [--name NAME]
+#   # the +ksm setups need the kernel's KSM daemon (as root: echo 1 > /sys/kernel/mm/ksm/run); --idle 60
+#   # shows what its merging reaches once the queues are quiet
 #
 # No Bundler needed for the driver (herd's lib and the standard library);
 # the app's commands run with the apps bundle (test/apps/rails8/Gemfile),
@@ -38,7 +40,7 @@ require_relative "support/plot"
 
 command = Bench::Report.command_line($PROGRAM_NAME, ARGV)
 options = {reps: 2, jobs: 2000, cpu_jobs: 400, interval: 0.5, only: JobsBench::SETUPS.map(&:name), name: "jobs",
-           settle: 3.0, boot_timeout: 180, batch_timeout: 600, stop_timeout: 60, plot: true, keep: false}
+           idle: 0.0, settle: 3.0, boot_timeout: 180, batch_timeout: 600, stop_timeout: 60, plot: true, keep: false}
 parser = OptionParser.new do |opts|
   opts.banner = "usage: ruby bench/jobs.rb [options]"
   opts.on("--reps N", Integer, "repetitions, every setup once per repetition (default 2)") { |n| options[:reps] = n }
@@ -46,6 +48,9 @@ parser = OptionParser.new do |opts|
   opts.on("--cpu-jobs N", Integer, "jobs in the CPU-bound batch (default 400)") { |n| options[:cpu_jobs] = n }
   opts.on("--only LIST", Array, "setups (#{JobsBench::SETUPS.map(&:name).join(",")})") { |list| options[:only] = list }
   opts.on("--interval S", Float, "seconds between Σ PSS samples (default 0.5)") { |s| options[:interval] = s }
+  opts.on("--idle S", Float, "after the batches, Σ PSS once more after S s without jobs (default 0: not measured)") do |s|
+    options[:idle] = s
+  end
   opts.on("--name NAME", "results file name under bench/results (default jobs)") { |name| options[:name] = name }
   opts.on("--smoke", "a quick check: 1 repetition, 100 mixed and 40 CPU jobs, results as jobs-smoke") do
     options.merge!(smoke: true, reps: 1, jobs: 100, cpu_jobs: 40, name: "jobs-smoke", settle: 1.0)

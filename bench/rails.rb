@@ -54,7 +54,7 @@ parser = OptionParser.new do |opts|
   opts.on("--workers N", Integer, "workers per server (default 4)") { |n| options[:workers] = n }
   opts.on("--only LIST", Array, "servers (#{RailsBench::SERVERS.map(&:name).join(",")})") { |list| options[:only] = list }
   opts.on("--variants [LIST]", Array, "also herd with other settings (#{RailsBench::VARIANTS.map(&:name).join(",")}; all without LIST)") do |list|
-    options[:variants] = list || RailsBench::VARIANTS.map(&:name)
+    options[:variants] = list || (RailsBench::VARIANTS + RailsBench::KSM_PEERS).map(&:name)
   end
   opts.on("--app APP", RailsBench::APPS.keys, "the Rails app (#{RailsBench::APPS.keys.join(", ")}; " \
     "default #{RailsBench::DEFAULT_APP} on this Ruby)") { |app| options[:app] = app }
@@ -110,8 +110,12 @@ end
 
 RailsBench.choose(app: options[:app], malloc: options[:malloc])
 options[:name] ||= default_name.call(options[:app], options[:malloc])
-servers = (RailsBench::SERVERS + RailsBench::VARIANTS).select { |s| options[:only].include?(s.name) || options[:variants].include?(s.name) }
+servers = (RailsBench::SERVERS + RailsBench::VARIANTS + RailsBench::KSM_PEERS).select { |s| options[:only].include?(s.name) || options[:variants].include?(s.name) }
 abort "bench/rails: no such server" if servers.empty?
+if servers.any? { |s| s.name.end_with?("-ksm") }
+  abort "bench/rails: the -ksm setups need the kernel's KSM daemon: as root, echo 1 > #{Bench::KSM::DIR}/run" unless Bench::KSM.running?
+  options[:ksm] = Bench::KSM.settings
+end
 options[:servers_described] = servers.to_h { |s| [s.name, "#{s.description} (bench/rails/config/#{s.config})"] }
 env, runs = RailsBench.rounds("rails", command, servers, options[:rounds]) do |setup, round, template, work|
   run = RailsBench.run(setup, template: template, work: work, requests: options[:requests], interval: options[:interval],

@@ -93,6 +93,7 @@ module JobsBench
           range(mine) { |run| run.dig(:memory, :average) },
           range(mine) { |run| run.dig(:memory, :peak) },
           range(mine) { |run| run.dig(:memory, :end) },
+          *(idle? ? [range(mine) { |run| run[:idle_pss] }] : []),
           range(mine) { |run| run.dig(:mixed, :jobs_per_s) },
           range(mine) { |run| run.dig(:mixed, :cpu_ms_per_job) },
           range(mine) { |run| run.dig(:cpu, :jobs_per_s) },
@@ -101,6 +102,7 @@ module JobsBench
           mine.sum { |run| (run.dig(:mixed, :errors) || 0) + (run.dig(:cpu, :errors) || 0) }]
       end
       headers = ["setup", "processes", "Σ PSS at rest (MiB)", "Σ PSS avg (MiB)", "Σ PSS peak", "Σ PSS end",
+        *(idle? ? ["Σ PSS #{@options[:idle].round} s later, idle"] : []),
         "mixed jobs/s", "CPU ms/job (mixed)", "CPU-bound jobs/s", "× 1 process 1 thread", "reforks", "job errors"]
       "## #{title}\n\n#{Bench::Report.markdown_table(headers, rows)}#{fork_hook_note(setups)}"
     end
@@ -128,6 +130,8 @@ module JobsBench
       "\nKSM: ksmd #{settings.map { |key, value| "#{key} #{value}" }.join(", ")}; ksmd's CPU over each run " \
         "(boot to stop; the setups' own CPU excludes it): #{cpu.join(", ")}.\n"
     end
+
+    def idle? = @options[:idle].to_f.positive?
 
     def setup_system(system) = system.to_sym
 
@@ -164,9 +168,11 @@ module JobsBench
 
         avg = ratios(mine, theirs) { |run| run.dig(:memory, :average) }
         peak = ratios(mine, theirs) { |run| run.dig(:memory, :peak) }
+        idle = ratios(mine, theirs) { |run| run[:idle_pss] }
         ["Σ PSS `#{name}` ÷ `#{other}`", limit ? "≤ #{limit}×" : "(no target)",
           Bench::Stats.range(Bench::Stats.summary(avg), "%.2f×"), Bench::Stats.range(Bench::Stats.summary(peak), "%.2f×"),
-          limit ? verdict(avg, peak) { |value| value <= limit } : ""]
+          limit ? verdict(avg, peak) { |value| value <= limit } : "",
+          *(idle? ? [Bench::Stats.range(Bench::Stats.summary(idle), "%.2f×")] : [])]
       end
       JobsBench::SETUPS.reject(&:baseline).each do |setup|
         mine = runs_of(setup.name)
@@ -175,9 +181,11 @@ module JobsBench
 
         speedup = ratios(mine, base) { |run| run.dig(:cpu, :jobs_per_s) }
         rows << ["CPU-bound jobs/s `#{setup.name}` ÷ `#{JobsBench::BASELINES.fetch(setup.system)}`", "≥ #{JobsBench::CPU_TARGET}×",
-          Bench::Stats.range(Bench::Stats.summary(speedup), "%.2f×"), "", verdict(speedup) { |value| value >= JobsBench::CPU_TARGET }]
+          Bench::Stats.range(Bench::Stats.summary(speedup), "%.2f×"), "", verdict(speedup) { |value| value >= JobsBench::CPU_TARGET },
+          *(idle? ? [""] : [])]
       end
-      Bench::Report.markdown_table(["target", "wanted", "measured: avg (per repetition)", "peak", "met?"], rows)
+      Bench::Report.markdown_table(["target", "wanted", "measured: avg (per repetition)", "peak", "met?",
+        *(idle? ? ["Σ PSS #{@options[:idle].round} s later, idle (no target)"] : [])], rows)
     end
 
     # "yes" when every repetition meets it, "median only" when the median does, else "no".

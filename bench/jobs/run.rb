@@ -51,13 +51,20 @@ module JobsBench
     from = (result[:mixed] || result[:cpu])[:t0]
     to = result[:cpu][:t_end]
     sleep options[:interval] # one more sample after the last job
+    ended = Bench::Clock.now
+    if options[:idle].positive?
+      # What the setup holds once its queues are quiet, as job workers
+      # often are: the kernel's page merging, where asked for, catches up.
+      sleep options[:idle]
+      result[:idle_pss] = sampler.take[:pss]
+    end
     result[:final] = final(group)
     result[:ksmd_cpu_s] = (Bench::KSM.cpu_seconds - ksmd).round(2)
     sampler.stop
-    result[:memory] = Bench::Sampler.summary(sampler.samples, from: from, to: Bench::Clock.now)
+    result[:memory] = Bench::Sampler.summary(sampler.samples, from: from, to: ended)
     result[:memory_cpu_batch] = Bench::Sampler.summary(sampler.samples, from: result[:cpu][:t0], to: to)
-    result[:samples] = sampler.samples.map { |s| [(s[:t] - from).round(2), s[:pss], s[:processes]] }
-    result[:recording] = sampler.samples.select { |s| s[:rows] && s[:t] >= from }
+    result[:samples] = sampler.samples.select { |s| s[:t] <= ended }.map { |s| [(s[:t] - from).round(2), s[:pss], s[:processes]] }
+    result[:recording] = sampler.samples.select { |s| s[:rows] && s[:t] >= from && s[:t] <= ended }
       .map { |s| [(s[:t] - from).round(2), s[:rows].map { |_, title, pss| [role_title(title), pss] }] }
     result[:jobs_run] = done_lines(dir).size
     result[:jobs_expected] = %i[warmup mixed cpu].sum { |key| result.dig(key, :jobs) || 0 }

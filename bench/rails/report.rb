@@ -105,7 +105,12 @@ module RailsBench
     end
 
     def config_list
-      @options[:servers_described].map { |name, description| "- `#{name}`: #{description}" }.join("\n")
+      list = @options[:servers_described].map { |name, description| "- `#{name}`: #{description}" }.join("\n")
+      ksm = @options[:ksm] or return list
+      ksmd = @runs.select { |run| run[:server].end_with?("-ksm") && run[:ksmd_cpu_s] }
+        .map { |run| "#{run[:server]} #{run[:ksmd_cpu_s]} s" }.join(", ")
+      "#{list}\n\nKSM: ksmd #{ksm.map { |key, value| "#{key} #{value}" }.join(", ")}. A `-ksm` setup's CPU per " \
+        "request includes ksmd's CPU over its requests (#{ksmd})."
     end
 
     def markdown

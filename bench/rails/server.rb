@@ -4,6 +4,7 @@ require_relative "app"
 require_relative "../cow/servers" # the role of each process, from its title
 require_relative "../support/clock"
 require_relative "../support/http_probe"
+require_relative "../support/ksm"
 require_relative "../support/processes"
 require_relative "../support/server_process"
 
@@ -21,6 +22,16 @@ module RailsBench
       env: (options ? {"HERD_BENCH_OPTIONS" => options} : {}).merge(env),
       description: description || "refork_after [50, 100, 1000]; warmup#{"; #{options}" if options}",
       argv: ->(port, config) { %W[bundle exec herd serve config.ru -c #{config} -l 127.0.0.1:#{port}] })
+  end
+
+  # The same server with the kernel's same-page merging asked for on every
+  # process (bench/support/ksm_exec.rb), as systemd's MemoryKSM=yes would.
+  def self.with_ksm(server)
+    server.dup.tap do |ksm|
+      ksm.name = "#{server.name}-ksm"
+      ksm.argv = ->(port, config) { Bench::KSM.wrap(server.argv.call(port, config)) }
+      ksm.description = "#{server.description}; KSM asked for on every process (prctl PR_SET_MEMORY_MERGE, as systemd's MemoryKSM=yes)"
+    end
   end
 
   SERVERS = [
@@ -55,6 +66,7 @@ module RailsBench
     herd("herd-surge_nice10", "rollout_max_surge 1; rollout_max_unavailable 0; prepare_heap nice: 10",
       description: "rollout_max_surge 1, rollout_max_unavailable 0, prepare_heap nice: 10 (and the replacements' warm-ups at nice 10)"),
     herd("herd-no_oobgc", "out_of_band_gc false"),
+    herd("herd-ksm", "ksm true", description: "refork_after [50, 100, 1000]; warmup; ksm true (the kernel may merge identical pages)"),
     herd("herd-min_ratio20", env: {"RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20"},
       description: "Ruby's own RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO (0.20), which herd lowers to 0.10 on Ruby 3.4"),
     herd("herd-yjit_cold", env: {"RUBYOPT" => "--yjit-cold-threshold=1000000000"},
@@ -82,6 +94,8 @@ module RailsBench
     herd("herd-refork_when75", "refork_after false; refork_when shared_below: 0.75",
       description: "refork_when shared_below: 0.75 (no refork_after)")
   ].freeze
+  # The peers as an operator could run them with systemd's MemoryKSM=yes.
+  KSM_PEERS = SERVERS.reject { |server| server.gem == "herd" }.map { |server| with_ksm(server) }.freeze
 
   # The lines of a log file written after an offset, minus the Rails
   # request log (lines that start "I, [", "W, [", ...), read as the file

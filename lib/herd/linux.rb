@@ -13,6 +13,7 @@ module Herd
     PR_SET_PDEATHSIG = 1
     PR_SET_CHILD_SUBREAPER = 36
     PR_GET_CHILD_SUBREAPER = 37
+    PR_SET_MEMORY_MERGE = 67
 
     class << self
       # @return [Boolean] whether this is Linux with prctl reachable
@@ -51,6 +52,15 @@ module Herd
       # @return [Boolean] whether the kernel accepted it
       def child_subreaper!
         prctl(PR_SET_CHILD_SUBREAPER, 1)
+      end
+
+      # Lets the kernel's same-page merging (KSM) merge this process's
+      # identical anonymous pages, and those of every process it forks or
+      # execs from now on (Linux >= 6.4).
+      # @param on [Boolean] false stops it and unmerges this process's pages
+      # @return [Boolean] whether the kernel accepted it
+      def memory_merge(on)
+        prctl(PR_SET_MEMORY_MERGE, on ? 1 : 0)
       end
 
       # @return [Boolean] whether this process is a child subreaper

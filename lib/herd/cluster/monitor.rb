@@ -6,6 +6,7 @@ require_relative "../heap/malloc"
 require_relative "children"
 require_relative "context"
 require_relative "deadlines"
+require_relative "ksm"
 require_relative "lean_monitor"
 require_relative "link"
 require_relative "log"
@@ -77,6 +78,7 @@ module Herd
         @instruments.start
         Process.setproctitle(["herd monitor", @instruments.title].compact.join(" "))
         LeanMonitor.describe(@log, ROLE)
+        @ksm.apply(@config.ksm)
         choose_process_model
         release_boot_memory
         supervise
@@ -100,13 +102,14 @@ module Herd
           telemetry: @telemetry)
         @service.open(@config, @log, ROLE)
         @signal_queue = SignalQueue.new(Signals::NAMES)
+        @ksm = KSM.new(@log, ROLE)
         @workload = Workload.new(@scoreboard)
         @spawner = Spawner.new(children: @children, context: @context, service: @service, signals: @signal_queue,
           workload: @workload, monitor_ios: -> { @instruments.ios })
         @rollout = Rollout.new(children: @children, context: @context, spawner: @spawner, workload: @workload)
         @deadlines = Deadlines.new(children: @children, context: @context, workload: @workload, service: @service)
         @signals = Signals.new(context: @context, plan: @plan, children: @children, rollout: @rollout,
-          spawner: @spawner, deadlines: @deadlines, service: @service)
+          spawner: @spawner, deadlines: @deadlines, service: @service, ksm: @ksm)
         @reaper = Reaper.new(context: @context, plan: @plan, children: @children, telemetry: @telemetry,
           workload: @workload, recovery: @recovery, rollout: @rollout, on_give_up: -> { @signals.stop(:immediate) })
         @instruments = Instruments.new(context: @context, plan: @plan, children: @children, workload: @workload,

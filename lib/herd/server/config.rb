@@ -71,6 +71,8 @@ module Herd
       setting :out_of_band_gc, Cluster::OutOfBandGC::DEFAULT_OBJECTS,
         SettingChecks.off_or_count("allocations", "10_000")
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
+      # The kernel may merge the server's identical pages (Cluster::KSM).
+      setting :ksm, false, SettingChecks.boolean
       setting :rackup, "config.ru"
       setting :access_log, nil
       setting :stdout_path, nil

@@ -26,6 +26,15 @@ module Herd
     module SettingChecks
       module_function
 
+      # @return [Proc] true or false
+      def boolean
+        lambda do |name, value|
+          return if [true, false].include?(value)
+
+          raise ConfigError, "#{name} must be true or false, got #{value.inspect}"
+        end
+      end
+
       # @return [Proc] a whole number >= min
       def whole(min)
         lambda do |name, value|

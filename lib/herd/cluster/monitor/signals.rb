@@ -23,8 +23,9 @@ module Herd
         # Seconds an immediate stop (INT) gives the children before SIGKILL.
         IMMEDIATE_GRACE = 2
 
-        def initialize(context:, plan:, children:, rollout:, spawner:, deadlines:, service:)
+        def initialize(context:, plan:, children:, rollout:, spawner:, deadlines:, service:, ksm:)
           @context = context
+          @ksm = ksm
           @plan = plan
           @children = children
           @rollout = rollout
@@ -129,6 +130,7 @@ module Herd
           end
           log("HUP: workers: #{@plan.target} -> #{fresh.process_count}") if fresh.process_count != @plan.target
           @plan.target = fresh.process_count
+          @ksm.apply(fresh.ksm) if fresh.ksm != config.ksm
           @context.config = fresh
           true
         rescue Herd::Error, ScriptError, StandardError => e
