@@ -36,7 +36,7 @@ module JobsBench
     base = defined?(::Bundler) ? ::Bundler.unbundled_env : ENV.to_h
     removed = (ENV.keys - base.keys).to_h { |key| [key, nil] }
     knobs = %w[SOLID_QUEUE_IN_PUMA JOB_CONCURRENCY JOB_THREADS BENCH_JOBS_ADAPTER BENCH_JOBS_HERD_FORK REDIS_URL
-      SIDEKIQ_COUNT HERD_JOB_WORKERS BENCH_JOBS_YJIT_LATE RAILS_LOG_LEVEL RUBYOPT].to_h { |key| [key, nil] }
+      SIDEKIQ_COUNT HERD_JOB_WORKERS BENCH_JOBS_YJIT_LATE RAILS_LOG_LEVEL RUBYOPT HERD_KSM].to_h { |key| [key, nil] }
     removed.merge(base, knobs, "BUNDLE_GEMFILE" => GEMFILE, "RAILS_ENV" => "production", "RACK_ENV" => "production",
       "RUBY_YJIT_ENABLE" => (yjit? ? "1" : nil), "RAILS_MAX_THREADS" => "25").merge(extra)
   end

@@ -13,13 +13,19 @@ module JobsBench
     def sidekiq? = system == :sidekiq
 
     # The same setup with the kernel's same-page merging asked for on every
-    # process (bench/support/ksm_exec.rb, as systemd's MemoryKSM=yes).
+    # process: herd's own `ksm` setting (HERD_KSM=1), the others through
+    # bench/support/ksm_exec.rb, as systemd's MemoryKSM=yes would.
     def with_ksm
       dup.tap do |setup|
         setup.name = "#{name}+ksm"
         setup.ksm = true
-        setup.commands = commands.map { |command| Bench::KSM.wrap(command) }
-        setup.description = "#{description}; KSM asked for on every process (prctl PR_SET_MEMORY_MERGE, as systemd's MemoryKSM=yes)"
+        if name.start_with?("herd")
+          setup.env = env.merge("HERD_KSM" => "1")
+          setup.description = "#{description}; `HERD_KSM=1` (herd's `ksm` setting: the kernel may merge identical pages)"
+        else
+          setup.commands = commands.map { |command| Bench::KSM.wrap(command) }
+          setup.description = "#{description}; KSM asked for on every process (prctl PR_SET_MEMORY_MERGE, as systemd's MemoryKSM=yes)"
+        end
       end
     end
   end

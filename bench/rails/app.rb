@@ -88,7 +88,7 @@ module RailsBench
   # Puma, a log level).
   def process_env
     {"LD_PRELOAD" => ((malloc == "jemalloc") ? jemalloc : nil), "RUBY_YJIT_ENABLE" => (yjit? ? "1" : nil),
-     "SOLID_QUEUE_IN_PUMA" => nil, "RAILS_LOG_LEVEL" => nil}
+     "SOLID_QUEUE_IN_PUMA" => nil, "RAILS_LOG_LEVEL" => nil, "HERD_KSM" => nil}
   end
 
   def capture(env, *command, chdir: ROOT) = Bench::Command.capture("bench/rails", env, *command, chdir: chdir)

@@ -86,6 +86,14 @@ class KSMTest < Herd::Test
     refute merging
   end
 
+  def test_the_environment_switch_turns_it_on_without_the_setting
+    skip_unless_kernel_merges
+    log, on, merging = in_child(false, env: {"HERD_KSM" => "1"})
+    assert on
+    assert_match(ASKED, log)
+    assert_equal true, merging unless merging.nil?
+  end
+
   def test_turning_it_off_again_stops_it
     skip_unless_kernel_merges
     log, on, merging = in_child([true, false])

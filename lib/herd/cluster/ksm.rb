@@ -15,7 +15,7 @@ module Herd
     #
     # The kernel's daemon, ksmd, does the merging, and only an administrator
     # turns it on (/sys/kernel/mm/ksm/run); herd asks, and says in the log
-    # what it found. HERD_KSM=0 turns the setting off whatever the config says.
+    # what it found. HERD_KSM=1 or =0 turns it on or off whatever the config says.
     # @api private
     class KSM
       SWITCH_ENV = "HERD_KSM"
@@ -38,11 +38,15 @@ module Herd
 
       # Asks for merging, or stops it, for this process and those it forks
       # from now on; a process forked before keeps what it inherited.
-      # @param wanted [Boolean] the `ksm` setting
+      # HERD_KSM=1 or =0 wins over the setting.
+      # @param setting [Boolean] the `ksm` setting
       # @return [Boolean] whether merging is asked for now
-      def apply(wanted)
-        return stop unless wanted
-        return stop("ksm: off (#{SWITCH_ENV}=#{@env[SWITCH_ENV]})") if EnvSwitch.off?(@env[SWITCH_ENV])
+      def apply(setting)
+        switch = @env[SWITCH_ENV]
+        if EnvSwitch.off?(switch)
+          return stop(setting ? "ksm: off (#{SWITCH_ENV}=#{switch})" : nil)
+        end
+        return stop unless setting || EnvSwitch.on?(switch)
         return @on if @on
 
         unless Linux.memory_merge(true)
