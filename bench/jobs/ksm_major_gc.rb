@@ -10,14 +10,13 @@
 #
 # Needs Linux >= 6.4 and ksmd running (as root: echo 1 > /sys/kernel/mm/ksm/run).
 # Two runs, each in a fresh parent: without KSM, then with it asked for
-# (prctl PR_SET_MEMORY_MERGE, as `ksm true` does in herd's monitor). The
+# (bench/support/ksm_exec.rb: prctl PR_SET_MEMORY_MERGE, as `ksm true` does in herd's monitor). The
 # parent defines METHODS methods (default 20,000) and calls each 40 times
 # in a row (YJIT compiles them), runs 3 GCs and forks CHILDREN (4); each
 # child runs one major GC. Prints Σ PSS of the parent and children right
 # after the GCs and WAIT_S (30) seconds later, and ksmd's CPU meanwhile.
-require "etc"
-require "fiddle"
 require "rbconfig"
+require_relative "../support/ksm"
 
 methods, children, wait = ARGV.map { |arg| Integer(arg) }
 methods ||= 20_000
@@ -25,13 +24,7 @@ children ||= 4
 wait ||= 30
 
 if ENV["KSM_MAJOR_GC_CHILD"]
-  prctl = Fiddle::Function.new(Fiddle::Handle::DEFAULT["prctl"], [Fiddle::TYPE_INT] + [Fiddle::TYPE_LONG] * 4, Fiddle::TYPE_INT)
-  abort "prctl(PR_SET_MEMORY_MERGE) refused: Linux >= 6.4 with KSM needed" if ENV["KSM"] == "1" && !prctl.call(67, 1, 0, 0, 0).zero?
   pss = ->(pid) { File.read("/proc/#{pid}/smaps_rollup")[/^Pss:\s+(\d+)/, 1].to_i / 1024.0 }
-  ksmd = lambda do
-    comm = Dir.glob("/proc/[0-9]*/comm").find { |path| (File.read(path).strip rescue nil) == "ksmd" }
-    comm ? File.read(comm.sub("comm", "stat")).split(") ", 2).last.split.values_at(11, 12).sum(&:to_i) / Etc.sysconf(Etc::SC_CLK_TCK).to_f : 0.0
-  end
   mod = Module.new
   methods.times { |i| mod.module_eval("def m#{i}(x) = (x > 10) ? x - #{i % 7} : x + 1", __FILE__, __LINE__) }
   obj = Object.new.extend(mod)
@@ -48,19 +41,21 @@ if ENV["KSM_MAJOR_GC_CHILD"]
   done_r.read(children)
   sleep 1
   tree = -> { pss.call(Process.pid) + pids.sum { |pid| pss.call(pid) } }
-  cpu = ksmd.call
+  cpu = Bench::KSM.cpu_seconds
   after_gc = tree.call
   sleep wait
   puts format("%-8s Σ PSS after the children's major GC %.1f MiB, %d s later %.1f MiB; ksmd CPU meanwhile %.2f s",
-    (ENV["KSM"] == "1") ? "ksm" : "no ksm", after_gc, wait, tree.call, ksmd.call - cpu)
+    (ENV["KSM"] == "1") ? "ksm" : "no ksm", after_gc, wait, tree.call, Bench::KSM.cpu_seconds - cpu)
   pids.each { |pid| Process.kill(:KILL, pid) }
   Process.waitall
   exit
 end
 
-settings = %w[run pages_to_scan sleep_millisecs].map { |name| "#{name} #{File.read("/sys/kernel/mm/ksm/#{name}").strip}" rescue nil }
+abort "ksm_major_gc: ksmd does not run (as root: echo 1 > #{Bench::KSM::DIR}/run)" unless Bench::KSM.running?
 jit = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?
-puts "ruby #{RUBY_VERSION}, YJIT #{jit ? "on" : "off"}, #{methods} methods, #{children} children; ksmd: #{settings.compact.join(", ")}"
+puts "ruby #{RUBY_VERSION}, YJIT #{jit ? "on" : "off"}, #{methods} methods, #{children} children; " \
+  "ksmd: #{Bench::KSM.settings.map { |key, value| "#{key} #{value}" }.join(", ")}"
 %w[0 1].each do |ksm|
-  system({"KSM_MAJOR_GC_CHILD" => "1", "KSM" => ksm}, RbConfig.ruby, __FILE__, methods.to_s, children.to_s, wait.to_s) or exit(1)
+  command = [RbConfig.ruby, __FILE__, methods.to_s, children.to_s, wait.to_s]
+  system({"KSM_MAJOR_GC_CHILD" => "1", "KSM" => ksm}, *((ksm == "1") ? Bench::KSM.wrap(command) : command)) or exit(1)
 end

@@ -16,9 +16,7 @@ module Bench
     def settings
       return unless File.directory?(DIR)
 
-      %w[run pages_to_scan sleep_millisecs advisor_mode].to_h do |name|
-        [name.to_sym, (File.read(File.join(DIR, name)).strip rescue nil)]
-      end
+      %w[run pages_to_scan sleep_millisecs advisor_mode].to_h { |name| [name.to_sym, read(File.join(DIR, name))] }
     end
 
     # @return [Boolean] whether ksmd merges pages now
@@ -26,13 +24,20 @@ module Bench
 
     # @return [Float] seconds of CPU ksmd has used (0.0 when there is none)
     def cpu_seconds
-      pid = Dir.glob("/proc/[0-9]*/comm").find { |path| (File.read(path).strip rescue nil) == "ksmd" }
+      pid = Dir.glob("/proc/[0-9]*/comm").find { |path| read(path) == "ksmd" }
       return 0.0 unless pid
 
       fields = File.read(pid.sub("comm", "stat")).split(") ", 2).last.split
       (fields[11].to_i + fields[12].to_i) / Etc.sysconf(Etc::SC_CLK_TCK).to_f
     rescue SystemCallError
       0.0
+    end
+
+    # @return [String, nil] a sysfs or procfs file's text, stripped; nil if it went away
+    def read(path)
+      File.read(path).strip
+    rescue SystemCallError
+      nil
     end
 
     # @param command [Array<String>]
