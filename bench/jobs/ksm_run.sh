@@ -9,7 +9,8 @@
 #
 # Runs `herd sidekiq -w 4` (refork_after [50, 100, 1000]; HERD_KSM=1 or 0) on a fresh copy of the app,
 # 3,000 mixed jobs, waits for the gen-2 workers, then enqueues GcJobs that run `GC.start` in every
-# worker, and prints Σ PSS of the tree and each process's PSS and merged pages (/proc/PID/ksm_stat)
+# worker, and prints Σ PSS of the tree, the kernel's net profit of merging (merged pages less its
+# records of every scanned page, which PSS leaves out), and each process's PSS and merged pages (/proc/PID/ksm_stat)
 # before the GCs, 5 s after them and IDLE_S (60) s after them. Stops its herd and redis-server on exit.
 set -e
 MODE=${1:-ksm}; IDLE=${2:-60}
@@ -46,9 +47,14 @@ sleep 3
 tree() {
   ruby -I"$ROOT/lib" -rherd/memory -e '
     report = Herd::Memory.tree(Integer(ARGV[0]))
-    merged = ->(pid) { File.read("/proc/#{pid}/ksm_stat")[/ksm_merging_pages (\d+)/, 1].to_i * 4 / 1024.0 rescue 0.0 }
-    rows = report.rows.map { |row| format("%s %.1f/%.1f", row.title.to_s.split(" (").first.sub("herd ", ""), row.sample.pss / 1048576.0, merged.call(row.pid)) }
-    puts format("%-22s Σ PSS %.1f MiB; per process PSS/merged MiB: %s", ARGV[1], report.total.pss / 1048576.0, rows.join(", "))' "$HPID" "$1"
+    stat = ->(pid, name) { File.read("/proc/#{pid}/ksm_stat")[/#{name}:? (-?\d+)/, 1].to_i rescue 0 }
+    rows = report.rows.map do |row|
+      format("%s %.1f/%.1f", row.title.to_s.split(" (").first.sub("herd ", ""), row.sample.pss / 1048576.0,
+        stat.call(row.pid, "ksm_merging_pages") * 4 / 1024.0)
+    end
+    profit = report.rows.sum { |row| stat.call(row.pid, "ksm_process_profit") } / 1048576.0
+    puts format("%-22s Σ PSS %.1f MiB; KSM net profit of the tree %.1f MiB (merged pages less the kernel records of every scanned page); " \
+      "per process PSS/merged MiB: %s", ARGV[1], report.total.pss / 1048576.0, profit, rows.join(", "))' "$HPID" "$1"
 }
 grep -m1 "monitor: .*ksm" "$APP/herd.log" | cut -c26- || true
 tree "before the major GCs"

@@ -7,7 +7,8 @@ module Herd
   #
   # A switch has a default. One that is on by default is read with {off?}:
   # only an {OFF_VALUES} word turns it off. One that is off by default is read
-  # with {on?}: only an {ON_VALUES} word turns it on. Case and surrounding
+  # with {on?}: only an {ON_VALUES} word turns it on. A few (HERD_KSM) are
+  # read both ways and override a config setting either way. Case and surrounding
   # blanks do not matter. Anything else (unset, empty, `2`, a typo such as
   # `fasle`) leaves the switch at its default, without a warning: a variable
   # set for another tool, or left over from a shell, never stops a server.

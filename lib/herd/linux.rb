@@ -14,6 +14,7 @@ module Herd
     PR_SET_CHILD_SUBREAPER = 36
     PR_GET_CHILD_SUBREAPER = 37
     PR_SET_MEMORY_MERGE = 67
+    PR_GET_MEMORY_MERGE = 68
 
     class << self
       # @return [Boolean] whether this is Linux with prctl reachable
@@ -55,12 +56,19 @@ module Herd
       end
 
       # Lets the kernel's same-page merging (KSM) merge this process's
-      # identical anonymous pages, and those of every process it forks or
-      # execs from now on (Linux >= 6.4).
+      # identical anonymous pages, and those of every process it forks from
+      # now on (Linux >= 6.4), or execs (Linux >= 6.7).
       # @param on [Boolean] false stops it and unmerges this process's pages
       # @return [Boolean] whether the kernel accepted it
       def memory_merge(on)
         prctl(PR_SET_MEMORY_MERGE, on ? 1 : 0)
+      end
+
+      # @return [Boolean] whether this process asks for merging, by itself
+      #   or inherited from its parent (false where the kernel can't say)
+      def memory_merge?
+        # Through Fiddle: the C extension's prctl answers only 0 or an errno.
+        prctl_function&.call(PR_GET_MEMORY_MERGE, 0, 0, 0, 0) == 1
       end
 
       # @return [Boolean] whether this process is a child subreaper

@@ -15,7 +15,8 @@ module Herd
     #
     # The kernel's daemon, ksmd, does the merging, and only an administrator
     # turns it on (/sys/kernel/mm/ksm/run); herd asks, and says in the log
-    # what it found. HERD_KSM=1 or =0 turns it on or off whatever the config says.
+    # what it found. HERD_KSM=1 or =0 turns it on or off whatever the config
+    # says.
     # @api private
     class KSM
       SWITCH_ENV = "HERD_KSM"
@@ -30,55 +31,66 @@ module Herd
         @role = role
         @env = env
         @sysfs = sysfs
-        @on = false
+        # A parent may have asked already (systemd's MemoryKSM=yes): the
+        # request is inherited, and only this process can take it back.
+        @on = Linux.memory_merge?
       end
 
-      # @return [Boolean] whether this process asked the kernel to merge its pages
+      # @return [Boolean] whether this process asks the kernel to merge its pages
       def on? = @on
 
       # Asks for merging, or stops it, for this process and those it forks
       # from now on; a process forked before keeps what it inherited.
-      # HERD_KSM=1 or =0 wins over the setting.
       # @param setting [Boolean] the `ksm` setting
       # @return [Boolean] whether merging is asked for now
       def apply(setting)
         switch = @env[SWITCH_ENV]
         if EnvSwitch.off?(switch)
-          return stop(setting ? "ksm: off (#{SWITCH_ENV}=#{switch})" : nil)
+          @log.info(@role, "ksm: off (#{SWITCH_ENV}=#{switch})") if setting || @on
+          return stop
         end
-        return stop unless setting || EnvSwitch.on?(switch)
-        return @on if @on
+        from_env = !setting && EnvSwitch.on?(switch)
+        return stop unless setting || from_env
 
-        unless Linux.memory_merge(true)
-          @log.info(@role, "ksm stepped aside: the kernel refused PR_SET_MEMORY_MERGE " \
-            "(it needs Linux 6.4 or later built with CONFIG_KSM)")
-          return false
-        end
-        @on = true
-        describe_daemon
-        true
+        start(from_env ? " (#{SWITCH_ENV}=#{switch})" : "")
       end
 
       private
 
-      def stop(reason = nil)
-        @log.info(@role, reason) if reason
-        return false unless @on
+      def start(origin)
+        return true if @on
 
-        Linux.memory_merge(false)
-        @on = false
-        @log.info(@role, "ksm: off for the processes forked from now on") unless reason
-        false
+        unless Linux.memory_merge(true)
+          why = Linux.available? ? "the kernel refused PR_SET_MEMORY_MERGE (it needs Linux 6.4 or later built with " \
+            "CONFIG_KSM)" : "not Linux"
+          @log.info(@role, "ksm stepped aside: #{why}")
+          return false
+        end
+        @on = true
+        describe_daemon(origin)
+        true
       end
 
-      def describe_daemon
+      def stop
+        return false unless @on
+
+        if Linux.memory_merge(false)
+          @on = false
+          @log.info(@role, "ksm: off for the processes forked from now on")
+        else
+          @log.info(@role, "warning: ksm: the kernel did not take back the request to merge pages; it stays on")
+        end
+        @on
+      end
+
+      def describe_daemon(origin)
         run = read("run")
         if run == "1"
-          @log.info(@role, "ksm: the kernel may merge identical pages of every process of this server " \
+          @log.info(@role, "ksm: the kernel may merge identical pages of every process of this server#{origin} " \
             "(ksmd scans #{read("pages_to_scan")} pages every #{read("sleep_millisecs")} ms)")
         else
-          @log.info(@role, "warning: ksm is asked for, but the kernel's KSM daemon does not merge " \
-            "(#{@sysfs}/run is #{run || "missing"}): as root, echo 1 > #{@sysfs}/run")
+          @log.info(@role, "warning: ksm is asked for#{origin}, but the kernel's KSM daemon does not merge " \
+            "(#{@sysfs}/run is #{run || "missing"}): as root on the host, echo 1 > #{@sysfs}/run")
         end
       end
 

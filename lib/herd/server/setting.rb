@@ -31,7 +31,7 @@ module Herd
         lambda do |name, value|
           return if [true, false].include?(value)
 
-          raise ConfigError, "#{name} must be true or false, got #{value.inspect}"
+          raise ConfigError, "#{name} must be true or false, e.g. #{name} true; got #{value.inspect}"
         end
       end
 
