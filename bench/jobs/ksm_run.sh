@@ -17,7 +17,9 @@ MODE=${1:-ksm}; IDLE=${2:-60}
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
 TEMPLATE=${TEMPLATE:-/tmp/jobs-app-template}; APP=${APP:-/tmp/jobs-ksm-app}
 RUBY_BIN=${RUBY_BIN:-/root/.herd/rubies/3.4.5/bin}
-rm -rf "$APP"; cp -a "$TEMPLATE" "$APP"; rm -f "$APP/tmp/bench_jobs.log"
+RPID=; HPID=
+source "$HERE/app_run.sh"
+app_prepare
 cat > "$APP/app/jobs/gc_job.rb" <<'RUBY'
 # frozen_string_literal: true
 # bench/jobs/ksm_run.sh: a major GC in whichever worker runs it
@@ -25,23 +27,11 @@ class GcJob < ApplicationJob
   def perform = GC.start(full_mark: true, immediate_sweep: true)
 end
 RUBY
-export PATH=$RUBY_BIN:$PATH BUNDLE_GEMFILE=$ROOT/test/apps/rails8/Gemfile RAILS_ENV=production \
-  RACK_ENV=production RAILS_MAX_THREADS=25 BENCH_JOBS_ADAPTER=sidekiq REDIS_URL=unix://$APP/redis.sock
 unset RUBY_YJIT_ENABLE
 [ "$MODE" = ksm ] && export HERD_KSM=1 || export HERD_KSM=0
-redis-server --port 0 --unixsocket "$APP/redis.sock" --save "" --appendonly no --dir "$APP" > "$APP/redis.log" 2>&1 < /dev/null &
-RPID=$!; HPID=
-cleanup() {
-  [ -n "$HPID" ] && kill -TERM "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
-  kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null; true
-}
-trap cleanup EXIT
-sleep 1; cd "$APP"
-bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5 > "$APP/herd.log" 2>&1 < /dev/null &
-HPID=$!
-until grep -q "ready: 4 workers" "$APP/herd.log"; do sleep 0.5; done
-echo "mixed 3000" | bin/rails runner script/bench_enqueue.rb > /dev/null 2>&1
-until [ "$(wc -l < "$APP/tmp/bench_jobs.log" 2>/dev/null || echo 0)" -ge 3000 ]; do sleep 0.5; done
+trap app_stop EXIT
+app_start
+enqueue 3000 > /dev/null; waitdone 3000
 until grep -q "worker 3 (gen 2).*ready" "$APP/herd.log"; do sleep 0.5; done
 sleep 3
 tree() {

@@ -20,7 +20,9 @@ mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$HERE/../.." && pwd)
 TEMPLATE=${TEMPLATE:-/tmp/jobs-app-template}; APP=${APP:-/tmp/jobs-pages-app}
 RUBY_BIN=${RUBY_BIN:-/root/.herd/rubies/3.4.5/bin}
-rm -rf "$APP"; cp -a "$TEMPLATE" "$APP"; rm -f "$APP/tmp/bench_jobs.log" "$APP/tmp/gc_jobs.log"
+RPID=; HPID=; PERF=
+source "$HERE/app_run.sh"
+app_prepare
 cat > "$APP/app/jobs/gc_job.rb" <<'RUBY'
 # frozen_string_literal: true
 # bench/jobs/pages_run.sh: logs this process's GC counts, then runs a major GC when asked
@@ -38,23 +40,14 @@ RUBY
 if [ "$MODE" = nojit ]; then
   sed -i "s/^\(\s*config.load_defaults.*\)$/\1\n    config.yjit = false/" "$APP/config/application.rb"
 fi
-export PATH=$RUBY_BIN:$PATH RUBY_YJIT_ENABLE=1 BUNDLE_GEMFILE=$ROOT/test/apps/rails8/Gemfile RAILS_ENV=production \
-  RACK_ENV=production RAILS_MAX_THREADS=25 BENCH_JOBS_ADAPTER=sidekiq REDIS_URL=unix://$APP/redis.sock
+export RUBY_YJIT_ENABLE=1
 [ "$MODE" = nojit ] && unset RUBY_YJIT_ENABLE
-redis-server --port 0 --unixsocket "$APP/redis.sock" --save "" --appendonly no --dir "$APP" > "$APP/redis.log" 2>&1 < /dev/null &
-RPID=$!; HPID=; PERF=
 cleanup() {
   [ -n "$PERF" ] && kill -INT "$PERF" 2>/dev/null && wait "$PERF" 2>/dev/null
-  [ -n "$HPID" ] && kill -TERM "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
-  kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null; true
+  app_stop
 }
 trap cleanup EXIT
-sleep 1; cd "$APP"
-bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5 > "$APP/herd.log" 2>&1 < /dev/null &
-HPID=$!
-until grep -q "ready: 4 workers" "$APP/herd.log"; do sleep 0.5; done
-enqueue() { echo "mixed $1" | bin/rails runner script/bench_enqueue.rb 2>/dev/null | grep enqueued; }
-waitdone() { until [ "$(wc -l < "$APP/tmp/bench_jobs.log" 2>/dev/null || echo 0)" -ge "$1" ]; do sleep 0.5; done; }
+app_start
 gcjobs() { bin/rails runner "$1.times { GcJob.perform_later($2) }" > /dev/null 2>&1; sleep 3; }
 enqueue 3000; waitdone 3000
 until grep -q "worker 3 (gen 2).*ready" "$APP/herd.log"; do sleep 0.5; done
