@@ -28,6 +28,25 @@ module JobsBench
         end
       end
     end
+
+    # The same setup with another cap on glibc's malloc arenas: herd's with
+    # HERD_MALLOC_ARENAS=0 (glibc's own, 8 per core: herd before its
+    # `malloc_arenas` setting), the others with MALLOC_ARENA_MAX=2 (what
+    # herd sets by default, and Heroku for Ruby apps).
+    def with_arenas
+      dup.tap do |setup|
+        if name.start_with?("herd")
+          setup.name = "#{name}+glibc_arenas"
+          setup.env = env.merge("HERD_MALLOC_ARENAS" => "0")
+          setup.description = "#{description}; `HERD_MALLOC_ARENAS=0` (glibc's own malloc arenas, 8 per core, " \
+            "instead of herd's `malloc_arenas 2`)"
+        else
+          setup.name = "#{name}+arena_max2"
+          setup.env = env.merge("MALLOC_ARENA_MAX" => "2")
+          setup.description = "#{description}; `MALLOC_ARENA_MAX=2` (as herd's `malloc_arenas 2`)"
+        end
+      end
+    end
   end
 
   SIDEKIQ_ENV = {"BENCH_JOBS_ADAPTER" => "sidekiq"}.freeze
@@ -84,7 +103,9 @@ module JobsBench
       description: "baseline: `bin/jobs` with 1 worker × 1 thread (CPU batch only)")
   ].freeze
   KSM = %w[herd-sidekiq herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
-  SETUPS = (PLAIN + PLAIN.select { |setup| KSM.include?(setup.name) }.map(&:with_ksm)).freeze
+  ARENAS = %w[herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
+  SETUPS = (PLAIN + PLAIN.select { |setup| KSM.include?(setup.name) }.map(&:with_ksm) +
+    PLAIN.select { |setup| ARENAS.include?(setup.name) }.map(&:with_arenas)).freeze
 
   # The targets of issue 36: setup, compared with, at most this ratio of Σ PSS.
   MEMORY_TARGETS = [
@@ -102,7 +123,13 @@ module JobsBench
     ["herd-sidekiq+refork+ksm", "sidekiq-c20", 1.3],
     ["herd-sidekiq+refork+ksm", "sidekiq-c20+ksm", 1.3],
     ["herd-solid_queue+refork+ksm", "bin/jobs", 0.5],
-    ["herd-solid_queue+refork+ksm", "bin/jobs+ksm", 0.5]
+    ["herd-solid_queue+refork+ksm", "bin/jobs+ksm", 0.5],
+    ["herd-sidekiq+refork", "sidekiq-x4+arena_max2", 0.5],
+    ["herd-sidekiq+refork", "sidekiq-c20+arena_max2", 1.3],
+    ["herd-solid_queue+refork", "bin/jobs+arena_max2", 0.5],
+    ["herd-sidekiq+refork+glibc_arenas", "sidekiq-x4", 0.5],
+    ["herd-sidekiq+refork+glibc_arenas", "sidekiq-c20", 1.3],
+    ["herd-solid_queue+refork+glibc_arenas", "bin/jobs", 0.5]
   ].freeze
   # CPU-bound jobs/s against the job system's one process with one thread.
   CPU_TARGET = 1.8

@@ -11,6 +11,7 @@ require_relative "lean_monitor"
 require_relative "link"
 require_relative "log"
 require_relative "log_files"
+require_relative "malloc_arenas"
 require_relative "monitor/instruments"
 require_relative "monitor/plan"
 require_relative "monitor/reaper"
@@ -79,6 +80,7 @@ module Herd
         Process.setproctitle(["herd monitor", @instruments.title].compact.join(" "))
         LeanMonitor.describe(@log, ROLE)
         @ksm.apply(@config.ksm)
+        MallocArenas.new(@log, ROLE).apply(@config.malloc_arenas)
         choose_process_model
         release_boot_memory
         supervise
