@@ -210,7 +210,9 @@ module Herd
           # the thread that will fork (its arena, its tcache).
           (strategy, runs, compacted, skipped), priority = LowPriority.run(nice) do
             # Process.warmup compacts: with `:auto`, only when compacting is due.
-            if process_warmup && Process.respond_to?(:warmup) && (compact != :auto || LastCompaction.due)
+            warmup = process_warmup && Process.respond_to?(:warmup)
+            due, first_runs = (warmup && compact == :auto) ? compaction_due : [true, 0]
+            if warmup && due
               warm_up(before, young_ratio, compact)
             else
               # With filling, one GC first (it frees the garbage, so that the
@@ -218,7 +220,7 @@ module Herd
               # ages both: 4 GCs, not 3 before the fill and 3 more after it.
               age_and_compact(compact,
                 (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs,
-                young_ratio)
+                young_ratio, runs: first_runs)
             end
           end
           # After the GCs (which may free pages and their descriptors),
@@ -307,9 +309,22 @@ module Herd
         [:process_warmup, 0, true]
       end
 
+      # Whether `compact: :auto` is due, judged on what a GC leaves alive: a
+      # worker promoted to mold holds the garbage of its last requests or
+      # jobs, which counts as live until a GC and would read as growth.
+      # @return [Array(Boolean, Integer)] whether it is due, GC runs taken
+      def compaction_due
+        return [true, 0] unless LastCompaction.growth
+        return [false, 0] unless LastCompaction.due
+
+        GC.start(full_mark: false, immediate_sweep: true)
+        [!LastCompaction.due.nil?, 1 + finish_gc_under_way]
+      end
+
       # @return [Array] strategy, GC runs, whether compacted, why `:auto` did not
-      def age_and_compact(compact, max_gc_runs, young_ratio)
-        runs = age(max_gc_runs, young_ratio)
+      # @param runs [Integer] GC runs already taken for this preparation
+      def age_and_compact(compact, max_gc_runs, young_ratio, runs: 0)
+        runs += age(max_gc_runs, young_ratio)
         # After the aging GCs, which free young garbage; dead old
         # objects still count as live until a major GC, which errs towards
         # compacting.

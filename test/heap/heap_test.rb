@@ -128,6 +128,27 @@ class HeapTest < Herd::Test
     assert_equal [:process_warmup, true, :aging, false, true, 1], eval(out) # standard:disable Security/Eval
   end
 
+  # A worker promoted to mold holds the garbage of its last jobs: counted
+  # before a GC, it would look like growth and compact every refork.
+  def test_auto_compaction_does_not_count_garbage_as_growth
+    skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      $warmups = 0
+      def Process.warmup = ($warmups += 1; GC.start; GC.compact)
+      first = Herd::Heap.prepare(compact: :auto)
+      GC.disable
+      Array.new(GC.stat(:heap_live_slots) / 2) { |i| [i] }
+      garbage = Herd::Heap::LastCompaction.growth
+      GC.enable
+      again = Herd::Heap.prepare(compact: :auto)
+      p [first.compacted, garbage > Herd::Heap::LastCompaction::GROWTH, again.compacted,
+        again.compaction_skipped.to_s.start_with?("compaction not needed"), again.gc_runs.positive?, $warmups]
+    RUBY
+    assert status.success?, err
+    assert_equal [true, true, false, true, true, 1], eval(out) # standard:disable Security/Eval
+  end
+
   def test_report_reads_as_one_log_line
     line = Herd::Heap.prepare(process_warmup: false).to_s
     assert_match(/\Aheap prepared \((none|aging)\): \d+ GC runs?, young \d+ -> \d+, old \d+ -> \d+(; .+)?, [\d.]+ ms\z/, line)
