@@ -29,22 +29,13 @@ module JobsBench
       end
     end
 
-    # The same setup with another cap on glibc's malloc arenas: herd's with
-    # HERD_MALLOC_ARENAS=0 (glibc's own, 8 per core: herd before its
-    # `malloc_arenas` setting), the others with MALLOC_ARENA_MAX=2 (what
-    # herd sets by default, and Heroku for Ruby apps).
-    def with_arenas
+    # The same setup with glibc's malloc arenas capped at 2 (MALLOC_ARENA_MAX=2,
+    # what Heroku sets for Ruby apps) instead of glibc's own 8 per core.
+    def with_arena_max2
       dup.tap do |setup|
-        if name.start_with?("herd")
-          setup.name = "#{name}+glibc_arenas"
-          setup.env = env.merge("HERD_MALLOC_ARENAS" => "0")
-          setup.description = "#{description}; `HERD_MALLOC_ARENAS=0` (glibc's own malloc arenas, 8 per core, " \
-            "instead of herd's `malloc_arenas 2`)"
-        else
-          setup.name = "#{name}+arena_max2"
-          setup.env = env.merge("MALLOC_ARENA_MAX" => "2")
-          setup.description = "#{description}; `MALLOC_ARENA_MAX=2` (as herd's `malloc_arenas 2`)"
-        end
+        setup.name = "#{name}+arena_max2"
+        setup.env = env.merge("MALLOC_ARENA_MAX" => "2")
+        setup.description = "#{description}; `MALLOC_ARENA_MAX=2` (glibc's malloc arenas capped at 2, as Heroku sets)"
       end
     end
   end
@@ -61,6 +52,10 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 1000]` (bench/jobs/overlay/config/herd_refork.rb): " \
         "workers reforked from a warmed one after 50, then 100 jobs"),
+    Setup.new(name: "herd-sidekiq+refork+compact", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_compact.rb -w 4 -- -c 5]],
+      description: "the same with `prepare_heap compact: true` (bench/jobs/overlay/config/herd_refork_compact.rb): " \
+        "every promoted mold compacts"),
     Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
@@ -86,6 +81,9 @@ module JobsBench
     Setup.new(name: "herd-solid_queue+refork", system: :solid_queue, expect: 4, env: FOUR,
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork.rb -w 4]],
       description: "the same with `refork_after [50, 100, 1000]`"),
+    Setup.new(name: "herd-solid_queue+refork+compact", system: :solid_queue, expect: 4, env: FOUR,
+      commands: [%w[bundle exec herd solid_queue -c config/herd_refork_compact.rb -w 4]],
+      description: "the same with `prepare_heap compact: true`: every promoted mold compacts"),
     Setup.new(name: "herd-solid_queue+yjit_late", system: :solid_queue, expect: 4,
       env: FOUR.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
       commands: [%w[bundle exec herd solid_queue -c config/herd_yjit_late.rb -w 4]],
@@ -105,7 +103,7 @@ module JobsBench
   KSM = %w[herd-sidekiq herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
   ARENAS = %w[herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
   SETUPS = (PLAIN + PLAIN.select { |setup| KSM.include?(setup.name) }.map(&:with_ksm) +
-    PLAIN.select { |setup| ARENAS.include?(setup.name) }.map(&:with_arenas)).freeze
+    PLAIN.select { |setup| ARENAS.include?(setup.name) }.map(&:with_arena_max2)).freeze
 
   # The targets of issue 36: setup, compared with, at most this ratio of Σ PSS.
   MEMORY_TARGETS = [
@@ -124,12 +122,9 @@ module JobsBench
     ["herd-sidekiq+refork+ksm", "sidekiq-c20+ksm", 1.3],
     ["herd-solid_queue+refork+ksm", "bin/jobs", 0.5],
     ["herd-solid_queue+refork+ksm", "bin/jobs+ksm", 0.5],
-    ["herd-sidekiq+refork", "sidekiq-x4+arena_max2", 0.5],
-    ["herd-sidekiq+refork", "sidekiq-c20+arena_max2", 1.3],
-    ["herd-solid_queue+refork", "bin/jobs+arena_max2", 0.5],
-    ["herd-sidekiq+refork+glibc_arenas", "sidekiq-x4", 0.5],
-    ["herd-sidekiq+refork+glibc_arenas", "sidekiq-c20", 1.3],
-    ["herd-solid_queue+refork+glibc_arenas", "bin/jobs", 0.5]
+    ["herd-sidekiq+refork+arena_max2", "sidekiq-x4+arena_max2", 0.5],
+    ["herd-sidekiq+refork+arena_max2", "sidekiq-c20+arena_max2", 1.3],
+    ["herd-solid_queue+refork+arena_max2", "bin/jobs+arena_max2", 0.5]
   ].freeze
   # CPU-bound jobs/s against the job system's one process with one thread.
   CPU_TARGET = 1.8

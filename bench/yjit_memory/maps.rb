@@ -136,13 +136,25 @@ module YjitMemoryMaps
     walk(mapping, entries, mem, heap_page_size, fallback)
   end
 
-  # An arena's heap: 64 MiB-aligned start, the rest of the 64 MiB PROT_NONE (or all of it mapped).
+  # An arena's heap: from a 64 MiB-aligned start, rw mappings next to each other (the kernel splits
+  # one where flags differ, such as the part a child grew after its fork), then PROT_NONE to the 64 MiB.
   def arena?(mapping, maps, index)
-    return false unless (mapping.start % ARENA).zero? && mapping.perms.start_with?("rw")
+    return false unless mapping.perms.start_with?("rw")
 
-    following = maps[index + 1]
-    mapping.size == ARENA ||
-      (following && following.start == mapping.stop && following.perms.start_with?("---") && following.stop == mapping.start + ARENA)
+    base = mapping.start - (mapping.start % ARENA)
+    first = index
+    first -= 1 while maps[first].start > base && first > 0 && joined_rw?(maps[first - 1], maps[first])
+    return false unless maps[first].start == base
+
+    last = index
+    last += 1 while maps[last + 1] && joined_rw?(maps[last], maps[last + 1]) && maps[last + 1].stop <= base + ARENA
+    tail = maps[last + 1]
+    maps[last].stop == base + ARENA ||
+      (tail && tail.start == maps[last].stop && tail.perms.start_with?("---") && tail.stop == base + ARENA)
+  end
+
+  def joined_rw?(before, after)
+    before.stop == after.start && before.perms.start_with?("rw") && after.perms.start_with?("rw") && before.anon? && after.anon?
   end
 
   # Walks an anonymous rw mapping: Ruby heap pages, malloc's mmapped chunks, the rest (fallback or other_anon).

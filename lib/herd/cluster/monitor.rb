@@ -11,7 +11,6 @@ require_relative "lean_monitor"
 require_relative "link"
 require_relative "log"
 require_relative "log_files"
-require_relative "malloc_arenas"
 require_relative "monitor/instruments"
 require_relative "monitor/plan"
 require_relative "monitor/reaper"
@@ -80,7 +79,6 @@ module Herd
         Process.setproctitle(["herd monitor", @instruments.title].compact.join(" "))
         LeanMonitor.describe(@log, ROLE)
         @ksm.apply(@config.ksm)
-        MallocArenas.new(@log, ROLE).apply(@config.malloc_arenas)
         choose_process_model
         release_boot_memory
         supervise

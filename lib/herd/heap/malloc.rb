@@ -93,8 +93,6 @@ module Herd
       MAX_CHUNKS = 4_000_000
       PAGE = 4096
       MADV_DONTNEED = 4
-      # mallopt's parameter for the most arenas threads may spread over (malloc.h).
-      M_ARENA_MAX = -8
 
       class << self
         # @return [Boolean] whether this process allocates with glibc's malloc
@@ -180,17 +178,6 @@ module Herd
           functions[:free].call(address) if available?
         end
 
-        # Caps the arenas the threads of this process, and of those it forks
-        # from now on, may spread their allocations over
-        # (`mallopt(M_ARENA_MAX)`). glibc reads the cap when a thread needs a
-        # new arena and keeps the first one it computes, which it does at the
-        # latest once the process holds nine: call it before threads start.
-        # @param count [Integer] > 0
-        # @return [Boolean] whether glibc took it
-        def limit_arenas(count)
-          available? && functions[:mallopt].call(M_ARENA_MAX, count) == 1
-        end
-
         # Gives the free pages of malloc's heap back to the kernel
         # (`malloc_trim(0)`): for a long-lived process done booting.
         # @return [Boolean] whether any memory was released
@@ -257,7 +244,6 @@ module Herd
             malloc: Fiddle::Function.new(libc["malloc"], [Fiddle::TYPE_SIZE_T], address, need_gvl: true),
             free: Fiddle::Function.new(libc["free"], [address], Fiddle::TYPE_VOID, need_gvl: true),
             malloc_trim: Fiddle::Function.new(libc["malloc_trim"], [Fiddle::TYPE_SIZE_T], Fiddle::TYPE_INT),
-            mallopt: Fiddle::Function.new(libc["mallopt"], [Fiddle::TYPE_INT, Fiddle::TYPE_INT], Fiddle::TYPE_INT),
             sbrk: Fiddle::Function.new(libc["sbrk"], [Fiddle::TYPE_INTPTR_T], address),
             madvise: Fiddle::Function.new(libc["madvise"], [address, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT],
               Fiddle::TYPE_INT)

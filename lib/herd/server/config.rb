@@ -73,8 +73,6 @@ module Herd
       setting :prepare_heap, true, SettingChecks.heap_options, dsl: false
       # The kernel may merge the server's identical pages (Cluster::KSM).
       setting :ksm, false, SettingChecks.boolean
-      # The most malloc arenas threads share in each process (Cluster::MallocArenas); false: glibc's own.
-      setting :malloc_arenas, 2, SettingChecks.off_or_count("arenas", "2")
       setting :rackup, "config.ru"
       setting :access_log, nil
       setting :stdout_path, nil

@@ -128,11 +128,6 @@ module Herd
             log("HUP: control_listen changed in the config file; " \
               "keeping the endpoint as it is (a restart binds the new one)")
           end
-          if fresh.malloc_arenas != config.malloc_arenas
-            log("HUP: malloc_arenas changed in the config file; keeping #{config.malloc_arenas} " \
-              "(glibc takes the cap at start: a restart applies it)")
-            fresh.malloc_arenas = config.malloc_arenas
-          end
           log("HUP: workers: #{@plan.target} -> #{fresh.process_count}") if fresh.process_count != @plan.target
           @plan.target = fresh.process_count
           @ksm.apply(fresh.ksm) if fresh.ksm != config.ksm
