@@ -108,14 +108,20 @@ class HeapTest < Herd::Test
     refute Herd::Heap.prepare(process_warmup: false, compact: nil).compacted, "nil is false, as it always was"
   end
 
+  # Process.warmup as Ruby >= 3.3 has it (a GC and a compaction), counted in
+  # $warmups: stubbed, since this Ruby may lack it.
+  COUNTED_WARMUP = <<~RUBY
+    require "herd"
+    $warmups = 0
+    def Process.warmup = ($warmups += 1; GC.start; GC.compact)
+  RUBY
+
   # Where Process.warmup exists (Ruby >= 3.3) it compacts: `:auto` calls it
-  # only when compacting is due. Stubbed here, since this Ruby may lack it.
+  # only when compacting is due.
   def test_auto_compaction_calls_process_warmup_only_when_due
     skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
     out, err, status = ruby_run(<<~RUBY)
-      require "herd"
-      $warmups = 0
-      def Process.warmup = ($warmups += 1; GC.start; GC.compact)
+      #{COUNTED_WARMUP}
       GC.disable
       $young = Array.new(100_000) { |i| [i] }
       GC.enable
@@ -133,9 +139,7 @@ class HeapTest < Herd::Test
   def test_auto_compaction_does_not_count_garbage_as_growth
     skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
     out, err, status = ruby_run(<<~RUBY)
-      require "herd"
-      $warmups = 0
-      def Process.warmup = ($warmups += 1; GC.start; GC.compact)
+      #{COUNTED_WARMUP}
       first = Herd::Heap.prepare(compact: :auto)
       GC.disable
       Array.new(GC.stat(:heap_live_slots) / 2) { |i| [i] }
