@@ -4,6 +4,7 @@ require_relative "clock"
 require_relative "env_switch"
 require_relative "heap/last_compaction"
 require_relative "heap/low_priority"
+require_relative "heap/major_gc"
 require_relative "heap/malloc"
 require_relative "heap/page_descriptors"
 
@@ -29,6 +30,9 @@ module Herd
     #   @return [Boolean] whether the heap was compacted
     # @!attribute compaction_skipped
     #   @return [String, nil] why `compact: :auto` did not compact
+    # @!attribute major_gc
+    #   @return [String, nil] why a major GC ran for the children's sake
+    #     (`major_gc_when_due:`), nil when none did
     # @!attribute duration
     #   @return [Float] seconds spent
     # @!attribute young_before / young_after / old_before / old_after
@@ -49,7 +53,7 @@ module Herd
     #     (`nice:`), nil when none was asked for
     # @!attribute stepped_aside
     #   @return [String, nil] why nothing at all was done ({Heap.other_gc})
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :filled, :spared, :sealed, :trimmed,
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :major_gc, :filled, :spared, :sealed, :trimmed,
       :packed, :duration, :young_before, :young_after, :old_before, :old_after, :priority, :stepped_aside,
       keyword_init: true) do
       # @return [String] one line for logs
@@ -103,7 +107,8 @@ module Herd
       def compaction_summary
         return " + compaction" if compacted
 
-        compaction_skipped ? ", #{compaction_skipped}" : ""
+        "#{", #{compaction_skipped}" if compaction_skipped}#{
+          " + a major GC (#{major_gc}: every child would soon have run one)" if major_gc}"
       end
 
       def priority_summary
@@ -125,7 +130,7 @@ module Herd
 
     # The keywords of {Heap.prepare}.
     OPTIONS = %i[compact process_warmup fill_free_slots pack_descriptors seal_malloc trim_malloc
-      max_gc_runs young_ratio nice].freeze
+      major_gc_when_due max_gc_runs young_ratio nice].freeze
 
     # Free slots {Heap.prepare} leaves unfilled whatever their page. Filling
     # every one, the few objects made meanwhile took a new heap page at
@@ -185,6 +190,10 @@ module Herd
       #   malloc ({Malloc.seal_free_chunks}): a child's mallocs otherwise
       #   reuse them and copy the shared pages they lie in. The chunks stay
       #   taken until {Report#release}: call it when the children are gone
+      # @param major_gc_when_due [Boolean] after the GCs above, run a major
+      #   GC when the children would soon start one each ({MajorGC.due}):
+      #   Ruby's next GC is a major one, or half the budget of one is spent.
+      #   Needless after a compaction or `Process.warmup`, which run one
       # @param trim_malloc [Boolean] last (ignored with `seal_malloc:`), give
       #   the whole pages inside malloc's free chunks back to the kernel but
       #   leave the chunks free ({Malloc.trim}). For a template whose children
@@ -194,8 +203,8 @@ module Herd
       #   after sealing they would all land in fresh memory
       # @return [Report]
       def prepare(compact: false, process_warmup: true, fill_free_slots: false, pack_descriptors: true,
-        seal_malloc: false, trim_malloc: false, max_gc_runs: DEFAULT_MAX_GC_RUNS, young_ratio: DEFAULT_YOUNG_RATIO,
-        nice: nil)
+        seal_malloc: false, trim_malloc: false, major_gc_when_due: true, max_gc_runs: DEFAULT_MAX_GC_RUNS,
+        young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
         refused = compact_refused(compact) and raise ArgumentError, refused
         if (gc = other_gc)
           return Report.new(strategy: :none, gc_runs: 0, compacted: false, filled: 0, spared: 0, trimmed: false,
@@ -208,11 +217,11 @@ module Herd
           # Only the GCs run at the lower priority: they are the CPU. What
           # follows reads and writes glibc's malloc state, which belongs to
           # the thread that will fork (its arena, its tcache).
-          (strategy, runs, compacted, skipped), priority = LowPriority.run(nice) do
+          (strategy, runs, compacted, skipped, major), priority = LowPriority.run(nice) do
             # Process.warmup compacts: with `:auto`, only when compacting is due.
             warmup = process_warmup && Process.respond_to?(:warmup)
             due, first_runs = (warmup && compact == :auto) ? compaction_due : [true, 0]
-            if warmup && due
+            gcs = if warmup && due
               warm_up(before, young_ratio, compact)
             else
               # With filling, one GC first (it frees the garbage, so that the
@@ -222,6 +231,7 @@ module Herd
                 (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs,
                 young_ratio, runs: first_runs)
             end
+            major_gc_when_due ? with_major_gc_when_due(*gcs) : gcs
           end
           # After the GCs (which may free pages and their descriptors),
           # before filling free slots (packing needs a few) and sealing
@@ -239,7 +249,7 @@ module Herd
           # Rarely, the seal's own allocations start one: a child forked into
           # it would cost more than the chunks that GC frees.
           runs += finish_gc_under_way
-          report(strategy, [runs, compacted, skipped], fillers.size, spared, sealed, trimmed, packed,
+          report(strategy, [runs, compacted, skipped, major], fillers.size, spared, sealed, trimmed, packed,
             started, before, priority).retain(fillers)
         end
       end
@@ -319,6 +329,17 @@ module Herd
 
         GC.start(full_mark: false, immediate_sweep: true)
         [!LastCompaction.due.nil?, 1 + finish_gc_under_way]
+      end
+
+      # A compaction (Process.warmup's too) ran a major GC already.
+      # @return [Array] strategy, GC runs, whether compacted, why `:auto`
+      #   did not, why a major GC ran
+      def with_major_gc_when_due(strategy, runs, compacted, skipped = nil)
+        reason = !compacted && MajorGC.due
+        return [strategy, runs, compacted, skipped, nil] unless reason
+
+        GC.start(full_mark: true, immediate_sweep: true)
+        [(strategy == :none) ? :aging : strategy, runs + 1 + finish_gc_under_way, compacted, skipped, reason]
       end
 
       # @return [Array] strategy, GC runs, whether compacted, why `:auto` did not
@@ -424,8 +445,9 @@ module Herd
       # @param gcs [Array] GC runs, whether compacted, why `:auto` did not
       def report(strategy, gcs, filled, spared, sealed, trimmed, packed, started, before, priority)
         after = census
-        runs, compacted, skipped = gcs
-        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, compaction_skipped: skipped, filled: filled,
+        runs, compacted, skipped, major = gcs
+        Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, compaction_skipped: skipped, major_gc: major,
+          filled: filled,
           spared: spared, sealed: sealed,
           trimmed: trimmed ? true : false, packed: packed, priority: priority,
           duration: clock - started,

@@ -155,7 +155,7 @@ class HeapTest < Herd::Test
 
   def test_report_reads_as_one_log_line
     line = Herd::Heap.prepare(process_warmup: false).to_s
-    assert_match(/\Aheap prepared \((none|aging)\): \d+ GC runs?, young \d+ -> \d+, old \d+ -> \d+(; .+)?, [\d.]+ ms\z/, line)
+    assert_match(/\Aheap prepared \((none|aging)\): \d+ GC runs?( \+ a major GC \(.+\))?, young \d+ -> \d+, old \d+ -> \d+(; .+)?, [\d.]+ ms\z/, line)
   end
 
   def test_census_counts_live_old_and_young
