@@ -81,6 +81,8 @@ module JobsBench
     if group
       log = group.log
       result[:reforks] = log.scan(REFORK).size if setup.name.start_with?("herd")
+      # What each mold's heap preparation did (compacted, a major GC, why not).
+      result[:heap_prepared] = log.lines.grep(/heap prepared/).map { |line| line.strip[/mold.*/] }
       result[:log_errors] = log.lines.grep(/\b(ERROR|FATAL|Error|error:)|exited|killed/).first(10).map(&:strip)
       result[:log_tail] = group.log_tail(40) if result[:error] || !problems.empty?
     end
