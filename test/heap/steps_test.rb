@@ -9,7 +9,7 @@ require "herd/heap/steps"
 class HeapStepsTest < Herd::Test
   def test_every_step_runs_or_says_why_not
     steps = Herd::Heap::Steps.all({})
-    assert_equal ["aging", "compaction", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "out-of-band GC", "fast exit"],
+    assert_equal ["aging", "compaction", "major GC when due", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "out-of-band GC", "fast exit"],
       steps.map(&:name)
     steps.each { |step| assert(step.runs? ? step.how : step.stepped_aside, step.to_s) }
     by_name = steps.to_h { |step| [step.name, step.stepped_aside] }
@@ -37,6 +37,14 @@ class HeapStepsTest < Herd::Test
     assert_equal !need_major_known, step.how.include?("never stand down"), step.to_s
   end
 
+  def test_the_major_gc_when_due_says_what_it_reads_on_this_ruby
+    step = Herd::Heap::Steps.all({}).find { |s| s.name == "major GC when due" }
+    assert step.runs?, step.to_s
+    assert_equal Herd::Heap::Steps.major_gc(GC.latest_gc_info.key?(:need_major_by)), step.how
+    assert_match(/Ruby's next GC is a major one, or half a budget/, Herd::Heap::Steps.major_gc(true))
+    assert_match(/no GC\.latest_gc_info\(:need_major_by\) before Ruby 3\.3/, Herd::Heap::Steps.major_gc(false))
+  end
+
   def test_the_out_of_band_gc_reads_need_major_by_or_never_stands_down
     assert_match(/stand down once they keep leaving a major GC due \(GC\.latest_gc_info\(:need_major_by\)\)/, Herd::Heap::Steps.out_of_band_gc(true))
     assert_match(/never stand down \(no GC\.latest_gc_info\(:need_major_by\) before Ruby 3\.3\)/, Herd::Heap::Steps.out_of_band_gc(false))
@@ -56,7 +64,7 @@ class HeapStepsTest < Herd::Test
     report = Herd::Heap::Steps.report({})
     yjit = (defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? "YJIT on" : "YJIT off"
     assert_match(/\Aheap steps on #{RUBY_ENGINE} #{Regexp.escape(RUBY_VERSION)}, #{yjit}, .*malloc:\n/, report)
-    assert_equal 9, report.lines.size
+    assert_equal 10, report.lines.size
   end
 
   def test_yjit_counts_as_on_where_the_environment_turns_it_on_for_children
@@ -74,7 +82,7 @@ class HeapStepsTest < Herd::Test
       refute report.compacted
       assert_equal "heap left as it is: the GC is mmtk, herd knows the generations and pages of Ruby's default GC only", report.to_s
       steps = Herd::Heap::Steps.all({})
-      %w[aging compaction free-slot\ filling GC\ page\ descriptors malloc\ sealing].each do |name|
+      %w[aging compaction major\ GC\ when\ due free-slot\ filling GC\ page\ descriptors malloc\ sealing].each do |name|
         refute steps.find { |step| step.name == name }.runs?, name
       end
     end

@@ -30,7 +30,8 @@ module Herd
       class << self
         # @param stat [Hash] GC.stat
         # @param pending [Symbol, nil] GC.latest_gc_info(:need_major_by)
-        #   (Ruby >= 3.2): the major GC Ruby decided on for its next GC
+        #   (Ruby >= 3.3; nil before): the major GC Ruby decided on for its
+        #   next GC
         # @return [String, nil] why a major GC is due, nil when it is not
         def due(stat = GC.stat, pending: pending_major, env: ENV)
           return "Ruby's next GC is a major one (#{pending})" if pending

@@ -42,6 +42,7 @@ module Herd
         [
           Step.new("aging", aging, other_gc),
           Step.new("compaction", "GC.compact, before a template's first fork", other_gc || compaction_missing),
+          Step.new("major GC when due", major_gc, other_gc),
           Step.new("free-slot filling",
             "fills the object heap's scattered free slots (few are left after a compaction)", other_gc),
           Step.new("GC page descriptors", "packed next to each other", internals || PageDescriptors.unsupported),
@@ -74,6 +75,18 @@ module Herd
         else
           "minor GCs until the young objects are old"
         end
+      end
+
+      # A template's major GC for its children's sake ({MajorGC}): where Ruby
+      # says whether its next GC is a major one (Ruby >= 3.3), that counts
+      # too; elsewhere only the budgets do.
+      # @param need_major_known [Boolean] whether this Ruby has the key
+      # @return [String] what it does on this Ruby
+      def major_gc(need_major_known = GC.latest_gc_info.key?(:need_major_by))
+        "one major GC before forking when the children would soon run one each: " \
+          "#{"Ruby's next GC is a major one, or " if need_major_known}half a budget of one spent" \
+          "#{" (no GC.latest_gc_info(:need_major_by) before Ruby 3.3)" unless need_major_known}; " \
+          "not after a compaction, which ran one"
       end
 
       # The server's out-of-band GC (`out_of_band_gc`, a setting of the
