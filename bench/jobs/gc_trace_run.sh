@@ -36,7 +36,7 @@ after_worker_ready do |*|
       if counts != last || now - started < 2
         dirty = File.read("/proc/self/smaps_rollup")[/Private_Dirty:\\s+(\\d+)/, 1].to_i / 1024.0
         log.write(format("%.2f %d %s major=%d minor=%d by=%p dirty=%.1f\\n", now, Process.pid,
-          \$0[/worker \\d+ \\(gen \\d+\\)/].to_s.tr(" ", "_"), *counts, GC.latest_gc_info(:major_by), dirty))
+          File.read("/proc/self/cmdline")[/worker \\d+ \\(gen \\d+\\)/].to_s.tr(" ", "_"), *counts, GC.latest_gc_info(:major_by), dirty))
       end
       last = counts
       sleep 0.05
