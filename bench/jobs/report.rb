@@ -99,11 +99,13 @@ module JobsBench
           range(mine) { |run| run.dig(:cpu, :jobs_per_s) },
           ratio_range(mine, baseline) { |run| run.dig(:cpu, :jobs_per_s) },
           mine.map { |run| run[:reforks] }.compact.then { |counts| counts.empty? ? "" : counts.join("/") },
+          mine.filter_map { |run| run[:major_gcs]&.then { |m| "#{m[:gcs]} in #{m[:processes]}" } }.join(", "),
           mine.sum { |run| (run.dig(:mixed, :errors) || 0) + (run.dig(:cpu, :errors) || 0) }]
       end
       headers = ["setup", "processes", "Σ PSS at rest (MiB)", "Σ PSS avg (MiB)", "Σ PSS peak", "Σ PSS end",
         *(idle? ? ["Σ PSS #{@options[:idle].round} s later, idle"] : []),
-        "mixed jobs/s", "CPU ms/job (mixed)", "CPU-bound jobs/s", "× 1 process 1 thread", "reforks", "job errors"]
+        "mixed jobs/s", "CPU ms/job (mixed)", "CPU-bound jobs/s", "× 1 process 1 thread", "reforks",
+        "major GCs in the processes that ran jobs (per repetition)", "job errors"]
       "## #{title}\n\n#{Bench::Report.markdown_table(headers, rows)}#{fork_hook_note(setups)}"
     end
 

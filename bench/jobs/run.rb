@@ -67,6 +67,7 @@ module JobsBench
     result[:recording] = sampler.samples.select { |s| s[:rows] && s[:t] >= from && s[:t] <= ended }
       .map { |s| [(s[:t] - from).round(2), s[:rows].map { |_, title, pss| [role_title(title), pss] }] }
     result[:jobs_run] = done_lines(dir).size
+    result[:major_gcs] = major_gcs(done_lines(dir))
     result[:jobs_expected] = %i[warmup mixed cpu].sum { |key| result.dig(key, :jobs) || 0 }
     books(result, dir) unless setup.sidekiq?
     result
@@ -163,10 +164,18 @@ module JobsBench
      end}
   end
 
-  # One line of DONE_LOG: end, pid, class, wall ms, thread CPU ms, outcome.
+  # One line of DONE_LOG: end, pid, class, wall ms, thread CPU ms, major GCs since the process's first job, outcome.
   def parse(line)
-    ended, pid, klass, wall, cpu, outcome = line.chomp.split(" ", 6)
-    {end: Float(ended), pid: Integer(pid), class: klass, wall_ms: Float(wall), cpu_ms: Float(cpu), outcome: outcome}
+    ended, pid, klass, wall, cpu, majors, outcome = line.chomp.split(" ", 7)
+    {end: Float(ended), pid: Integer(pid), class: klass, wall_ms: Float(wall), cpu_ms: Float(cpu), majors: Integer(majors),
+     outcome: outcome}
+  end
+
+  # The major GCs the processes that ran jobs ran between their first job and their last.
+  # @return [Hash] :gcs, :processes
+  def major_gcs(lines)
+    by_pid = lines.map { |line| parse(line) }.group_by { |job| job[:pid] }
+    {gcs: by_pid.sum { |_pid, jobs| jobs.map { |job| job[:majors] }.max }, processes: by_pid.size}
   end
 
   # Every process of the setup once the batches are drained: title, PSS, USS.
