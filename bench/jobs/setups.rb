@@ -41,6 +41,9 @@ module JobsBench
   end
 
   SIDEKIQ_ENV = {"BENCH_JOBS_ADAPTER" => "sidekiq"}.freeze
+  # Ruby's own free-slot ratios, set so that herd does not fill in its own
+  # (Cluster::RubyGCDefaults).
+  RUBY_GC = {"RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20", "RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.65"}.freeze
   # config/queue.yml's `processes:` (bench/jobs/overlay/config/queue.yml).
   FOUR = {"JOB_CONCURRENCY" => "4"}.freeze
 
@@ -60,6 +63,10 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_major_gc.rb -w 4 -- -c 5]],
       description: "the same with `prepare_heap major_gc_when_due: false` " \
         "(bench/jobs/overlay/config/herd_refork_no_major_gc.rb): no promoted mold runs the major GC due in its workers"),
+    Setup.new(name: "herd-sidekiq+refork+ruby_gc", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV.merge(RUBY_GC),
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
+      description: "the same with Ruby's own free-slot ratios (#{RUBY_GC.map { |k, v| "#{k}=#{v}" }.join(" ")}) " \
+        "instead of herd's 0.10 and 0.25"),
     Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
@@ -92,6 +99,9 @@ module JobsBench
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_major_gc.rb -w 4]],
       description: "the same with `prepare_heap major_gc_when_due: false`: no promoted mold runs the major GC " \
         "due in its workers"),
+    Setup.new(name: "herd-solid_queue+refork+ruby_gc", system: :solid_queue, expect: 4, env: FOUR.merge(RUBY_GC),
+      commands: [%w[bundle exec herd solid_queue -c config/herd_refork.rb -w 4]],
+      description: "the same with Ruby's own free-slot ratios instead of herd's"),
     Setup.new(name: "herd-solid_queue+yjit_late", system: :solid_queue, expect: 4,
       env: FOUR.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
       commands: [%w[bundle exec herd solid_queue -c config/herd_yjit_late.rb -w 4]],
