@@ -67,6 +67,16 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
       description: "the same with Ruby's own free-slot ratios (#{RUBY_GC.map { |k, v| "#{k}=#{v}" }.join(" ")}) " \
         "instead of herd's 0.10 and 0.25"),
+    Setup.new(name: "herd-sidekiq+refork+min20", system: :sidekiq, expect: 4,
+      env: SIDEKIQ_ENV.merge("RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20"),
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
+      description: "the same with Ruby's own minimum of free slots (RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO=0.20, herd's 0.10); " \
+        "herd's maximum (0.25) kept"),
+    Setup.new(name: "herd-sidekiq+refork+max65", system: :sidekiq, expect: 4,
+      env: SIDEKIQ_ENV.merge("RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.65"),
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
+      description: "the same with Ruby's own maximum of free slots (RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.65, herd's 0.25); " \
+        "herd's minimum (0.10) kept"),
     Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
