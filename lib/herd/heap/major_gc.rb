@@ -15,8 +15,8 @@ module Herd
     # writes to pages the children share (on Ruby 3.4 with YJIT, every page
     # that holds a compiled block's record), so each child copies them, and
     # each spends the CPU. One major GC in the parent resets the counters,
-    # once for all of them (docs/COPY_ON_WRITE.md, "A major GC due in the
-    # mold").
+    # once for all of them (docs/COPY_ON_WRITE.md, "A major GC due in every
+    # child").
     # @api private
     module MajorGC
       # Share of a budget spent since the last major GC past which a child
