@@ -61,8 +61,8 @@ module JobsBench
         "every promoted mold compacts"),
     Setup.new(name: "herd-sidekiq+refork+no_major_gc", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_major_gc.rb -w 4 -- -c 5]],
-      description: "the same with `prepare_heap major_gc_when_due: false` " \
-        "(bench/jobs/overlay/config/herd_refork_no_major_gc.rb): no promoted mold runs the major GC due in its workers"),
+      description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false` " \
+        "(bench/jobs/overlay/config/herd_refork_no_major_gc.rb): no promoted mold runs a major GC for its workers' sake"),
     Setup.new(name: "herd-sidekiq+refork+ruby_gc", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV.merge(RUBY_GC),
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
       description: "the same with Ruby's own free-slot ratios (#{RUBY_GC.map { |k, v| "#{k}=#{v}" }.join(" ")}) " \
@@ -107,8 +107,8 @@ module JobsBench
       description: "the same with `prepare_heap compact: true`: every promoted mold compacts"),
     Setup.new(name: "herd-solid_queue+refork+no_major_gc", system: :solid_queue, expect: 4, env: FOUR,
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_major_gc.rb -w 4]],
-      description: "the same with `prepare_heap major_gc_when_due: false`: no promoted mold runs the major GC " \
-        "due in its workers"),
+      description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false`: no major GC " \
+        "for the workers' sake"),
     Setup.new(name: "herd-solid_queue+refork+ruby_gc", system: :solid_queue, expect: 4, env: FOUR.merge(RUBY_GC),
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork.rb -w 4]],
       description: "the same with Ruby's own free-slot ratios instead of herd's"),

@@ -107,8 +107,12 @@ module Herd
       def compaction_summary
         return " + compaction" if compacted
 
-        "#{", #{compaction_skipped}" if compaction_skipped}#{
-          " + a major GC (#{major_gc}: every child would soon have run one)" if major_gc}"
+        major = if major_gc == MAJOR_GC_FIRST
+          " + a major GC first (major_gc_first)"
+        elsif major_gc
+          " + a major GC (#{major_gc}: every child would soon have run one)"
+        end
+        "#{", #{compaction_skipped}" if compaction_skipped}#{major}"
       end
 
       def priority_summary
@@ -130,7 +134,7 @@ module Herd
 
     # The keywords of {Heap.prepare}.
     OPTIONS = %i[compact process_warmup fill_free_slots pack_descriptors seal_malloc trim_malloc
-      major_gc_when_due max_gc_runs young_ratio nice].freeze
+      major_gc_first major_gc_when_due max_gc_runs young_ratio nice].freeze
 
     # Free slots {Heap.prepare} leaves unfilled whatever their page. Filling
     # every one, the few objects made meanwhile took a new heap page at
@@ -144,6 +148,8 @@ module Herd
     # a child that allocates there copies it, but gets that many slots for
     # the copy, about what a fresh page would cost it.
     SPARSE_PAGE = 0.75
+    # {Report#major_gc} when `major_gc_first:` ran it.
+    MAJOR_GC_FIRST = "first"
     # What {Heap.prepare}'s `compact:` takes.
     COMPACT_VALUES = [true, false, nil, :auto].freeze
     # Bytes of one object slot in Ruby's heap.
@@ -190,6 +196,12 @@ module Herd
       #   malloc ({Malloc.seal_free_chunks}): a child's mallocs otherwise
       #   reuse them and copy the shared pages they lie in. The chunks stay
       #   taken until {Report#release}: call it when the children are gone
+      # @param major_gc_first [Boolean] start with one major GC, whatever
+      #   the GC's counters say: in a worker promoted to mold, it frees what
+      #   the worker's work left old, and a job worker's children then ran no
+      #   major GC of their own over bench/jobs' runs, where they otherwise
+      #   ran up to one after another (docs/COPY_ON_WRITE.md, "A major GC due
+      #   in every child"). The default of job workers' molds
       # @param major_gc_when_due [Boolean] after the GCs above, run a major
       #   GC when the children would soon start one each ({MajorGC.due}):
       #   Ruby's next GC is a major one, or half the budget of one is spent.
@@ -203,7 +215,7 @@ module Herd
       #   after sealing they would all land in fresh memory
       # @return [Report]
       def prepare(compact: false, process_warmup: true, fill_free_slots: false, pack_descriptors: true,
-        seal_malloc: false, trim_malloc: false, major_gc_when_due: true, max_gc_runs: DEFAULT_MAX_GC_RUNS,
+        seal_malloc: false, trim_malloc: false, major_gc_first: false, major_gc_when_due: true, max_gc_runs: DEFAULT_MAX_GC_RUNS,
         young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
         refused = compact_refused(compact) and raise ArgumentError, refused
         if (gc = other_gc)
@@ -218,9 +230,11 @@ module Herd
           # follows reads and writes glibc's malloc state, which belongs to
           # the thread that will fork (its arena, its tcache).
           (strategy, runs, compacted, skipped, major), priority = LowPriority.run(nice) do
+            first_major = major_gc_first ? major_gc! : 0
             # Process.warmup compacts: with `:auto`, only when compacting is due.
             warmup = process_warmup && Process.respond_to?(:warmup)
             due, first_runs = (warmup && compact == :auto) ? compaction_due : [true, 0]
+            first_runs += first_major
             gcs = if warmup && due
               warm_up(before, young_ratio, compact)
             else
@@ -231,7 +245,8 @@ module Herd
                 (fill_free_slots && compact != true) ? [max_gc_runs, 1].min : max_gc_runs,
                 young_ratio, runs: first_runs)
             end
-            major_gc_when_due ? with_major_gc_when_due(*gcs) : gcs
+            gcs = major_gc_when_due ? with_major_gc_when_due(*gcs) : gcs
+            first_major.positive? ? first_major_gc(gcs, first_major) : gcs
           end
           # After the GCs (which may free pages and their descriptors),
           # before filling free slots (packing needs a few) and sealing
@@ -329,6 +344,20 @@ module Herd
 
         GC.start(full_mark: false, immediate_sweep: true)
         [!LastCompaction.due.nil?, 1 + finish_gc_under_way]
+      end
+
+      # @return [Integer] GC runs
+      def major_gc!
+        GC.start(full_mark: true, immediate_sweep: true)
+        1 + finish_gc_under_way
+      end
+
+      # The report of a preparation that started with a major GC: counted
+      # (Process.warmup's path counts none of its own), and said.
+      def first_major_gc(gcs, runs)
+        strategy, total, compacted, skipped, reason = gcs
+        total += runs if strategy == :process_warmup
+        [(strategy == :none) ? :aging : strategy, total, compacted, skipped, reason || MAJOR_GC_FIRST]
       end
 
       # A compaction (Process.warmup's too) ran a major GC already.

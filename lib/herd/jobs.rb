@@ -21,8 +21,10 @@ module Herd
     # (a job takes its time; the job system's own limits apply), no
     # out-of-band GC (it runs between requests), a stop long enough for
     # the job system's, and a new mold's heap prepared at the workers' own
-    # priority: no request waits on a job worker, and a mold starved by
-    # busy workers keeps the old generation's copies longer.
+    # priority (no request waits on a job worker, and a mold starved by
+    # busy workers keeps the old generation's copies longer), starting with
+    # a major GC (`major_gc_first`: the workers then run no chain of major
+    # GCs of their own, docs/COPY_ON_WRITE.md).
     # @return [Server::Config]
     def self.config
       config = Server::Config.new
@@ -31,6 +33,7 @@ module Herd
       config.out_of_band_gc = false
       config.shutdown_timeout = SHUTDOWN_TIMEOUT
       config.heap_nice_default = 0
+      config.heap_defaults = {major_gc_first: true}
       config
     end
 

@@ -87,6 +87,21 @@ class MajorGCTest < Herd::Test
     assert_equal [[true, "true"], [false, "false"]], eval(out) # standard:disable Security/Eval
   end
 
+  def test_major_gc_first_runs_one_whatever_the_counters
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      GC.start
+      majors = GC.stat(:major_gc_count)
+      report = Herd::Heap.prepare(process_warmup: false, major_gc_first: true)
+      p [GC.stat(:major_gc_count) - majors, report.major_gc, report.gc_runs >= 1, report.strategy]
+      puts report.to_s
+    RUBY
+    assert status.success?, err
+    first, line = out.lines
+    assert_equal [1, Herd::Heap::MAJOR_GC_FIRST, true, :aging], eval(first) # standard:disable Security/Eval
+    assert_match(/\+ a major GC first \(major_gc_first\)/, line)
+  end
+
   def test_the_report_says_why_a_major_gc_ran
     out, err, status = ruby_run(<<~RUBY)
       require "herd"

@@ -173,7 +173,7 @@ module Herd
 
         @link&.send_message(Protocol::Preparing.new)
         options = (option.is_a?(Hash) ? option : {}).merge(nice: config.heap_nice)
-        @heap_report = Heap.prepare(compact: :auto, **malloc_release, **options)
+        @heap_report = Heap.prepare(compact: :auto, **malloc_release, **config.heap_defaults, **options)
         log.info(role, @heap_report.to_s)
       end
 

@@ -114,6 +114,7 @@ module Herd
         @http_options = {}
         @hooks = Cluster::Hooks.new
         @heap_nice_default = DEFAULT_HEAP_NICE
+        @heap_defaults = {}
       end
 
       # Reads a config file.
@@ -144,6 +145,11 @@ module Herd
       # @return [Integer] the nice value {#heap_nice} falls back to:
       #   {DEFAULT_HEAP_NICE}, or 0 for job workers ({Jobs.config})
       attr_accessor :heap_nice_default
+
+      # @return [Hash] {Heap.prepare} options a mold uses unless
+      #   `prepare_heap` sets them: none, or `major_gc_first: true` for job
+      #   workers ({Jobs.config})
+      attr_accessor :heap_defaults
 
       # @return [Integer] how many workers a rollout takes out of service at
       #   once: as set, else none when replacements are forked ahead
