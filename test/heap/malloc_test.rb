@@ -61,6 +61,9 @@ class MallocTest < Herd::Test
   # parent sealed them. Prints the child's Private_Dirty in kB (a malloc in
   # the parent after the fork makes pages private just the same).
   CHILD_SCRIPT = LIBC_PRELUDE + <<~RUBY
+    # No GC in the way: its own mallocs and frees (mark stack, finalized
+    # objects) would take or add free chunks between the frees and the fork.
+    GC.disable
     memset = Fiddle::Function.new(libc["memset"], [Fiddle::TYPE_UINTPTR_T, Fiddle::TYPE_INT, Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
     small = Array.new(2000) { block = malloc.call(32); big = malloc.call(4064); memset.call(big, 1, 4064); block }
     $tail = Array.new(4) { malloc.call(100_000) }
