@@ -59,20 +59,22 @@ class MallocTest < Herd::Test
   # 2,000 small free chunks, one per page, as a booted app leaves them: a
   # child's small mallocs land one per page and copy each page, unless the
   # parent sealed them. Prints the child's Private_Dirty in kB (a malloc in
-  # the parent after the fork makes pages private just the same).
+  # the parent after the fork makes pages private just the same). 600
+  # bytes, a size Ruby and Fiddle rarely ask for: with 32, their own
+  # mallocs took most of the chunks first in some CI runs (1,144 kB).
   CHILD_SCRIPT = LIBC_PRELUDE + <<~RUBY
     # No GC in the way: its own mallocs and frees (mark stack, finalized
     # objects) would take or add free chunks between the frees and the fork.
     GC.disable
     memset = Fiddle::Function.new(libc["memset"], [Fiddle::TYPE_UINTPTR_T, Fiddle::TYPE_INT, Fiddle::TYPE_SIZE_T], Fiddle::TYPE_UINTPTR_T)
-    small = Array.new(2000) { block = malloc.call(32); big = malloc.call(4064); memset.call(big, 1, 4064); block }
+    small = Array.new(2000) { block = malloc.call(600); big = malloc.call(4064); memset.call(big, 1, 4064); block }
     $tail = Array.new(4) { malloc.call(100_000) }
     small.each { |block| free.call(block) }
     Herd::Heap::Malloc.seal_free_chunks if ARGV.first == "seal"
     dirty = -> { File.read("/proc/self/smaps_rollup")[/^Private_Dirty:\\s+(\\d+)/, 1].to_i }
     reader, writer = IO.pipe
     pid = fork do
-      2000.times { memset.call(malloc.call(32), 2, 32) }
+      2000.times { memset.call(malloc.call(600), 2, 600) }
       writer.puts(dirty.call)
       exit!(0)
     end
