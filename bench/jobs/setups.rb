@@ -32,18 +32,29 @@ module JobsBench
     # The same setup with glibc's malloc arenas capped at 2 (MALLOC_ARENA_MAX=2,
     # what Heroku sets for Ruby apps) instead of glibc's own 8 per core.
     def with_arena_max2
+      with_env("arena_max2", {"MALLOC_ARENA_MAX" => "2"}, "glibc's malloc arenas capped at 2, as Heroku sets")
+    end
+
+    # The same setup, named `NAME+suffix`, with variables added to its environment.
+    def with_env(suffix, added, why)
       dup.tap do |setup|
-        setup.name = "#{name}+arena_max2"
-        setup.env = env.merge("MALLOC_ARENA_MAX" => "2")
-        setup.description = "#{description}; `MALLOC_ARENA_MAX=2` (glibc's malloc arenas capped at 2, as Heroku sets)"
+        setup.name = "#{name}+#{suffix}"
+        setup.env = env.merge(added)
+        setup.description = "#{description}; `#{added.map { |key, value| "#{key}=#{value}" }.join(" ")}` (#{why})"
       end
     end
   end
 
   SIDEKIQ_ENV = {"BENCH_JOBS_ADAPTER" => "sidekiq"}.freeze
   # Ruby's own free-slot ratios, set so that herd does not fill in its own
-  # (Cluster::RubyGCDefaults).
-  RUBY_GC = {"RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20", "RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.65"}.freeze
+  # (Cluster::RubyGCDefaults): both, or one of them, on the herd setups that refork.
+  GC_RATIOS = [
+    ["ruby_gc", {"RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20", "RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.65"},
+      "Ruby's own free-slot ratios instead of herd's 0.10 and 0.25"],
+    ["min20", {"RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20"}, "Ruby's own minimum of free slots; herd's maximum (0.25) kept"],
+    ["max65", {"RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.65"}, "Ruby's own maximum of free slots; herd's minimum (0.10) kept"]
+  ].freeze
+  GC_RATIO_SETUPS = %w[herd-sidekiq+refork herd-solid_queue+refork].freeze
   # config/queue.yml's `processes:` (bench/jobs/overlay/config/queue.yml).
   FOUR = {"JOB_CONCURRENCY" => "4"}.freeze
 
@@ -63,20 +74,6 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_major_gc.rb -w 4 -- -c 5]],
       description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false` " \
         "(bench/jobs/overlay/config/herd_refork_no_major_gc.rb): no promoted mold runs a major GC for its workers' sake"),
-    Setup.new(name: "herd-sidekiq+refork+ruby_gc", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV.merge(RUBY_GC),
-      commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
-      description: "the same with Ruby's own free-slot ratios (#{RUBY_GC.map { |k, v| "#{k}=#{v}" }.join(" ")}) " \
-        "instead of herd's 0.10 and 0.25"),
-    Setup.new(name: "herd-sidekiq+refork+min20", system: :sidekiq, expect: 4,
-      env: SIDEKIQ_ENV.merge("RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO" => "0.20"),
-      commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
-      description: "the same with Ruby's own minimum of free slots (RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO=0.20, herd's 0.10); " \
-        "herd's maximum (0.25) kept"),
-    Setup.new(name: "herd-sidekiq+refork+max65", system: :sidekiq, expect: 4,
-      env: SIDEKIQ_ENV.merge("RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO" => "0.65"),
-      commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
-      description: "the same with Ruby's own maximum of free slots (RUBY_GC_HEAP_FREE_SLOTS_MAX_RATIO=0.65, herd's 0.25); " \
-        "herd's minimum (0.10) kept"),
     Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
@@ -109,9 +106,6 @@ module JobsBench
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_major_gc.rb -w 4]],
       description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false`: no major GC " \
         "for the workers' sake"),
-    Setup.new(name: "herd-solid_queue+refork+ruby_gc", system: :solid_queue, expect: 4, env: FOUR.merge(RUBY_GC),
-      commands: [%w[bundle exec herd solid_queue -c config/herd_refork.rb -w 4]],
-      description: "the same with Ruby's own free-slot ratios instead of herd's"),
     Setup.new(name: "herd-solid_queue+yjit_late", system: :solid_queue, expect: 4,
       env: FOUR.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
       commands: [%w[bundle exec herd solid_queue -c config/herd_yjit_late.rb -w 4]],
@@ -131,7 +125,9 @@ module JobsBench
   KSM = %w[herd-sidekiq herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
   ARENAS = %w[herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
   SETUPS = (PLAIN + PLAIN.select { |setup| KSM.include?(setup.name) }.map(&:with_ksm) +
-    PLAIN.select { |setup| ARENAS.include?(setup.name) }.map(&:with_arena_max2)).freeze
+    PLAIN.select { |setup| ARENAS.include?(setup.name) }.map(&:with_arena_max2) +
+    PLAIN.select { |setup| GC_RATIO_SETUPS.include?(setup.name) }
+      .flat_map { |setup| GC_RATIOS.map { |suffix, env, why| setup.with_env(suffix, env, why) } }).freeze
 
   # The targets of issue 36: setup, compared with, at most this ratio of Σ PSS.
   MEMORY_TARGETS = [

@@ -201,7 +201,9 @@ module Herd
       #   the worker's work left old, and a job worker's children then ran no
       #   major GC of their own over bench/jobs' runs, where they otherwise
       #   ran up to one after another (docs/COPY_ON_WRITE.md, "A major GC due
-      #   in every child"). The default of job workers' molds
+      #   in every child"). The default of job workers' molds. Left out when
+      #   this preparation compacts (`compact: true`, or `:auto` with no
+      #   record of an earlier compaction), which runs one
       # @param major_gc_when_due [Boolean] after the GCs above, run a major
       #   GC when the children would soon start one each ({MajorGC.due}):
       #   Ruby's next GC is a major one, or half the budget of one is spent.
@@ -230,7 +232,8 @@ module Herd
           # follows reads and writes glibc's malloc state, which belongs to
           # the thread that will fork (its arena, its tcache).
           (strategy, runs, compacted, skipped, major), priority = LowPriority.run(nice) do
-            first_major = major_gc_first ? major_gc! : 0
+            # A compaction, due at a template's first preparation, runs one anyway.
+            first_major = (major_gc_first && !compacts_anyway?(compact)) ? major_gc! : 0
             # Process.warmup compacts: with `:auto`, only when compacting is due.
             warmup = process_warmup && Process.respond_to?(:warmup)
             due, first_runs = (warmup && compact == :auto) ? compaction_due : [true, 0]
@@ -352,6 +355,10 @@ module Herd
         1 + finish_gc_under_way
       end
 
+      def compacts_anyway?(compact)
+        compact == true || (compact == :auto && LastCompaction.growth.nil? && compaction_supported?)
+      end
+
       # The report of a preparation that started with a major GC: counted
       # (Process.warmup's path counts none of its own), and said.
       def first_major_gc(gcs, runs)
@@ -367,8 +374,7 @@ module Herd
         reason = !compacted && MajorGC.due
         return [strategy, runs, compacted, skipped, nil] unless reason
 
-        GC.start(full_mark: true, immediate_sweep: true)
-        [(strategy == :none) ? :aging : strategy, runs + 1 + finish_gc_under_way, compacted, skipped, reason]
+        [(strategy == :none) ? :aging : strategy, runs + major_gc!, compacted, skipped, reason]
       end
 
       # @return [Array] strategy, GC runs, whether compacted, why `:auto` did not

@@ -102,6 +102,18 @@ class MajorGCTest < Herd::Test
     assert_match(/\+ a major GC first \(major_gc_first\)/, line)
   end
 
+  # A compaction runs a major GC itself: none is added before it.
+  def test_major_gc_first_is_left_out_when_the_preparation_compacts
+    skip "GC.compact not available on this Ruby" unless Herd::Heap.compaction_supported?
+    out, err, status = ruby_run(<<~RUBY)
+      require "herd"
+      report = Herd::Heap.prepare(compact: :auto, major_gc_first: true)
+      p [report.compacted, report.major_gc]
+    RUBY
+    assert status.success?, err
+    assert_equal [true, nil], eval(out) # standard:disable Security/Eval
+  end
+
   def test_the_report_says_why_a_major_gc_ran
     out, err, status = ruby_run(<<~RUBY)
       require "herd"
