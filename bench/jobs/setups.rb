@@ -74,6 +74,10 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_major_gc.rb -w 4 -- -c 5]],
       description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false` " \
         "(bench/jobs/overlay/config/herd_refork_no_major_gc.rb): no promoted mold runs a major GC for its workers' sake"),
+    Setup.new(name: "herd-sidekiq+refork+no_room", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_room.rb -w 4 -- -c 5]],
+      description: "the same with `prepare_heap room: false` (bench/jobs/overlay/config/herd_refork_no_room.rb): " \
+        "no room for the children, in the molds or in the workers"),
     Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
@@ -106,6 +110,9 @@ module JobsBench
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_major_gc.rb -w 4]],
       description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false`: no major GC " \
         "for the workers' sake"),
+    Setup.new(name: "herd-solid_queue+refork+no_room", system: :solid_queue, expect: 4, env: FOUR,
+      commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_room.rb -w 4]],
+      description: "the same with `prepare_heap room: false`: no room for the children"),
     Setup.new(name: "herd-solid_queue+yjit_late", system: :solid_queue, expect: 4,
       env: FOUR.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
       commands: [%w[bundle exec herd solid_queue -c config/herd_yjit_late.rb -w 4]],

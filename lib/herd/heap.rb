@@ -7,6 +7,7 @@ require_relative "heap/low_priority"
 require_relative "heap/major_gc"
 require_relative "heap/malloc"
 require_relative "heap/page_descriptors"
+require_relative "heap/room"
 
 module Herd
   # Prepares the Ruby heap so that a fork keeps its pages shared.
@@ -37,6 +38,9 @@ module Herd
     #   @return [Float] seconds spent
     # @!attribute young_before / young_after / old_before / old_after
     #   @return [Integer] object counts
+    # @!attribute room
+    #   @return [Room::Made, nil] the free slots added for the children
+    #     (`room:`), nil when not asked for
     # @!attribute filled
     #   @return [Integer] free slots filled (see `fill_free_slots:`)
     # @!attribute spared
@@ -53,7 +57,7 @@ module Herd
     #     (`nice:`), nil when none was asked for
     # @!attribute stepped_aside
     #   @return [String, nil] why nothing at all was done ({Heap.other_gc})
-    Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :major_gc, :filled, :spared, :sealed, :trimmed,
+    Report = Struct.new(:strategy, :gc_runs, :compacted, :compaction_skipped, :major_gc, :room, :filled, :spared, :sealed, :trimmed,
       :packed, :duration, :young_before, :young_after, :old_before, :old_after, :priority, :stepped_aside,
       keyword_init: true) do
       # @return [String] one line for logs
@@ -63,7 +67,8 @@ module Herd
         format("heap prepared (%s): %d GC run%s%s%s, young %d -> %d, old %d -> %d%s, %.1f ms",
           strategy, gc_runs, (gc_runs == 1) ? "" : "s", compaction_summary,
           filled.to_i.positive? ? " + #{filled} free slots filled (#{spared.to_i} left free)" : "",
-          young_before, young_after, old_before, old_after, "#{packed_summary}#{malloc_summary}#{priority_summary}",
+          young_before, young_after, old_before, old_after,
+          "#{room_summary}#{packed_summary}#{malloc_summary}#{priority_summary}",
           duration * 1000)
       end
 
@@ -100,6 +105,10 @@ module Herd
       # Says why when herd stepped aside (another Ruby, another malloc,
       # other threads, HERD_HEAP_INTERNALS=0): a log must not read as if
       # packing ran.
+      def room_summary
+        (text = room&.to_s) ? "; #{text}" : ""
+      end
+
       def packed_summary
         packed ? "; #{packed}" : ""
       end
@@ -134,7 +143,7 @@ module Herd
 
     # The keywords of {Heap.prepare}.
     OPTIONS = %i[compact process_warmup fill_free_slots pack_descriptors seal_malloc trim_malloc
-      major_gc_first major_gc_when_due max_gc_runs young_ratio nice].freeze
+      major_gc_first major_gc_when_due room max_gc_runs young_ratio nice].freeze
 
     # Free slots {Heap.prepare} leaves unfilled whatever their page. Filling
     # every one, the few objects made meanwhile took a new heap page at
@@ -208,6 +217,11 @@ module Herd
       #   GC when the children would soon start one each ({MajorGC.due}):
       #   Ruby's next GC is a major one, or half the budget of one is spent.
       #   Needless after a compaction or `Process.warmup`, which run one
+      # @param room [Boolean] after the GCs, add empty heap pages until
+      #   the children start with the free slots Ruby's own growth aims at
+      #   ({Room}): with the few a prepared heap keeps, each child otherwise
+      #   runs a major GC every few minor ones. Ruby >= 3.4; ignored with
+      #   `fill_free_slots:`, whose children fill the heap's slots anyway
       # @param trim_malloc [Boolean] last (ignored with `seal_malloc:`), give
       #   the whole pages inside malloc's free chunks back to the kernel but
       #   leave the chunks free ({Malloc.trim}). For a template whose children
@@ -217,7 +231,8 @@ module Herd
       #   after sealing they would all land in fresh memory
       # @return [Report]
       def prepare(compact: false, process_warmup: true, fill_free_slots: false, pack_descriptors: true,
-        seal_malloc: false, trim_malloc: false, major_gc_first: false, major_gc_when_due: true, max_gc_runs: DEFAULT_MAX_GC_RUNS,
+        seal_malloc: false, trim_malloc: false, major_gc_first: false, major_gc_when_due: true, room: true,
+        max_gc_runs: DEFAULT_MAX_GC_RUNS,
         young_ratio: DEFAULT_YOUNG_RATIO, nice: nil)
         refused = compact_refused(compact) and raise ArgumentError, refused
         if (gc = other_gc)
@@ -255,6 +270,8 @@ module Herd
           # before filling free slots (packing needs a few) and sealing
           # (which then takes the old descriptors' chunks). A heap left as
           # it was needs no second look.
+          made = Room.make if room && !fill_free_slots
+          runs += made.gc_runs if made
           off = internals_off
           packed = (off ? PageDescriptors.skipped(off) : PageDescriptors.pack) if pack_descriptors && strategy != :none
           fillers, spared = fill_free_slots ? fill : [[], 0]
@@ -267,7 +284,7 @@ module Herd
           # Rarely, the seal's own allocations start one: a child forked into
           # it would cost more than the chunks that GC frees.
           runs += finish_gc_under_way
-          report(strategy, [runs, compacted, skipped, major], fillers.size, spared, sealed, trimmed, packed,
+          report(strategy, [runs, compacted, skipped, major], made, fillers.size, spared, sealed, trimmed, packed,
             started, before, priority).retain(fillers)
         end
       end
@@ -478,11 +495,11 @@ module Herd
       end
 
       # @param gcs [Array] GC runs, whether compacted, why `:auto` did not
-      def report(strategy, gcs, filled, spared, sealed, trimmed, packed, started, before, priority)
+      def report(strategy, gcs, room, filled, spared, sealed, trimmed, packed, started, before, priority)
         after = census
         runs, compacted, skipped, major = gcs
         Report.new(strategy: strategy, gc_runs: runs, compacted: compacted, compaction_skipped: skipped, major_gc: major,
-          filled: filled,
+          room: room, filled: filled,
           spared: spared, sealed: sealed,
           trimmed: trimmed ? true : false, packed: packed, priority: priority,
           duration: clock - started,

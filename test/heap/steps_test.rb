@@ -9,13 +9,14 @@ require "herd/heap/steps"
 class HeapStepsTest < Herd::Test
   def test_every_step_runs_or_says_why_not
     steps = Herd::Heap::Steps.all({})
-    assert_equal ["aging", "compaction", "major GC when due", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "out-of-band GC", "fast exit"],
+    assert_equal ["aging", "compaction", "major GC when due", "room for the children", "free-slot filling", "GC page descriptors", "malloc sealing", "low-priority GCs", "out-of-band GC", "fast exit"],
       steps.map(&:name)
     steps.each { |step| assert(step.runs? ? step.how : step.stepped_aside, step.to_s) }
     by_name = steps.to_h { |step| [step.name, step.stepped_aside] }
     # (Both nil where the step runs.)
     assert Herd::Heap::PageDescriptors.unsupported == by_name["GC page descriptors"], by_name["GC page descriptors"].inspect
     assert Herd::Heap::Malloc.unsupported == by_name["malloc sealing"], by_name["malloc sealing"].inspect
+    assert Herd::Heap::Room.unsupported == by_name["room for the children"], by_name["room for the children"].inspect
   end
 
   def test_aging_is_process_warmup_where_ruby_has_it
@@ -64,7 +65,7 @@ class HeapStepsTest < Herd::Test
     report = Herd::Heap::Steps.report({})
     yjit = (defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?) ? "YJIT on" : "YJIT off"
     assert_match(/\Aheap steps on #{RUBY_ENGINE} #{Regexp.escape(RUBY_VERSION)}, #{yjit}, .*malloc:\n/, report)
-    assert_equal 10, report.lines.size
+    assert_equal 11, report.lines.size
   end
 
   def test_yjit_counts_as_on_where_the_environment_turns_it_on_for_children

@@ -3,6 +3,7 @@
 require "rbconfig"
 require_relative "../env_switch"
 require_relative "ruby_gc_defaults"
+require_relative "../ruby_gc_settings"
 
 module Herd
   module Cluster
@@ -102,6 +103,7 @@ module Herd
           # Ruby has read them by now; the command's environment had none.
           @ruby_gc = @boot.fetch(:ruby_gc, {})
           @ruby_gc.each_key { |name| env.delete(name) }
+          RubyGCSettings.taken_out(@ruby_gc)
           @state = :lean
           true
         end

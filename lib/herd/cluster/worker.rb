@@ -11,6 +11,7 @@ require_relative "log_files"
 require_relative "late_loads"
 require_relative "jit_watch"
 require_relative "../process_exit"
+require_relative "../heap/room_keeper"
 require_relative "../fork/safety"
 
 module Herd
@@ -65,6 +66,7 @@ module Herd
         @loop = @service.worker_loop(self, @app, @context)
         @request_hooks = hooks.any?(:after_request_complete)
         @gc = (OutOfBandGC.new(config.out_of_band_gc) if config.out_of_band_gc)
+        @room = (Heap::RoomKeeper.start if config.heap_room?)
         @late_loads = LateLoads.new
         warm_up
         @jit = JITWatch.start
@@ -117,6 +119,7 @@ module Herd
         read_link
         handle_signals
         title_now_and_then(now)
+        keep_room(now) if @room
       end
 
       # The loop found nothing to do: let ps show the count of the last burst.
@@ -209,6 +212,11 @@ module Herd
           "(the heap's free slots are under RUBY_GC_HEAP_FREE_SLOTS_MIN_RATIO; " \
           "docs/CONFIGURATION.md, out_of_band_gc)")
         @gc = nil
+      end
+
+      def keep_room(now)
+        said = @room.check(now)
+        log.info(role, "heap: #{said}") if said
       end
 
       def report_jit

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../ruby_gc_settings"
+
 module Herd
   module Heap
     # Whether the children of a process about to fork would start a major
@@ -22,10 +24,6 @@ module Herd
       # Share of a budget spent since the last major GC past which a child
       # would soon start one.
       SPENT = 0.5
-      # Ruby's default RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR: a major GC sets
-      # the limits of old and shady objects to this many times their count.
-      LIMIT_FACTOR = 2.0
-      FACTOR_ENV = "RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR"
 
       class << self
         # @param stat [Hash] GC.stat
@@ -72,9 +70,12 @@ module Herd
           [(stat[count] - base).fdiv(stat[limit] - base), 0.0].max
         end
 
+        # A major GC sets the limits of old and shady objects to this many
+        # times their count. At 1 or less, every GC is a major one: the
+        # budgets then say nothing, and Ruby's default is assumed.
         def limit_factor(env)
-          value = Float(env[FACTOR_ENV], exception: false)
-          (value && value > 1.0) ? value : LIMIT_FACTOR
+          value = RubyGCSettings.oldobject_limit_factor(env)
+          (value > 1.0) ? value : RubyGCSettings::OLDOBJECT_LIMIT_FACTOR
         end
       end
     end

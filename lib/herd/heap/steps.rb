@@ -43,6 +43,7 @@ module Herd
           Step.new("aging", aging, other_gc),
           Step.new("compaction", "GC.compact, before a template's first fork", other_gc || compaction_missing),
           Step.new("major GC when due", major_gc, other_gc),
+          Step.new("room for the children", room, other_gc || Room.unsupported),
           Step.new("free-slot filling",
             "fills the object heap's scattered free slots (few are left after a compaction)", other_gc),
           Step.new("GC page descriptors", "packed next to each other", internals || PageDescriptors.unsupported),
@@ -87,6 +88,13 @@ module Herd
           "#{"Ruby's next GC is a major one, or " if need_major_known}half a budget of one spent" \
           "#{" (no GC.latest_gc_info(:need_major_by) before Ruby 3.3)" unless need_major_known}; " \
           "not after a compaction, which ran one"
+      end
+
+      # @return [String] what {Room} does, with this process's ratios
+      def room(env = ENV)
+        min, goal, max = RubyGCSettings.free_slot_ratios(env)
+        format("empty heap pages added until %d%% of each heap is free (Ruby's minimum %d%%, goal %d%%, maximum %d%%)",
+          (Room.target_ratio(min, goal, max) * 100).round, (min * 100).round, (goal * 100).round, (max * 100).round)
       end
 
       # The server's out-of-band GC (`out_of_band_gc`, a setting of the

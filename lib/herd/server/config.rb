@@ -171,6 +171,16 @@ module Herd
         (@prepare_heap.is_a?(Hash) && @prepare_heap.key?(:nice)) ? @prepare_heap[:nice] : @heap_nice_default
       end
 
+      # @return [Boolean] whether heap preparation gives the children room
+      #   (`prepare_heap room:`, on unless set false), and so whether
+      #   workers keep it ({Heap::RoomKeeper})
+      def heap_room?
+        return false unless @prepare_heap
+
+        options = heap_defaults.merge(@prepare_heap.is_a?(Hash) ? @prepare_heap : {})
+        options.fetch(:room, true) ? true : false
+      end
+
       # @return [Integer] every worker the monitor keeps: `workers`, plus the
       #   job workers `jobs` adds after them
       def process_count
