@@ -56,6 +56,8 @@ module RailsBench
       description: "prepare_heap compact: :auto (the booted mold compacts too; promoted molds when the heap grew)"),
     herd("herd-no_major_gc", "prepare_heap major_gc_when_due: false",
       description: "prepare_heap major_gc_when_due: false (no promoted mold runs the major GC due in its workers)"),
+    herd("herd-no_room", "prepare_heap room: false",
+      description: "prepare_heap room: false (no empty heap pages for the workers, in the molds or in the workers)"),
     herd("herd-nice10", "prepare_heap nice: 10",
       description: "prepare_heap nice: 10 (a mold's preparation GCs at nice 10, in a thread of their own)"),
     herd("herd-nice0", "prepare_heap nice: 0",

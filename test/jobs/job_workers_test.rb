@@ -101,6 +101,21 @@ class JobWorkersTest < Herd::Test
     assert_empty claimed
   end
 
+  # The job threads write what runs on the scoreboard as each job starts:
+  # a worker killed before its main thread's next report is known to have
+  # been running the job it took.
+  def test_a_job_worker_killed_right_after_taking_a_job_is_known_to_run_it
+    start(workers: 1)
+    worker = worker_pids.last
+    mark = @server.mark
+    enqueue(1, 30)
+    started = File.join(@spool, "started.log")
+    wait_until("the job started") { File.exist?(started) && File.read(started).include?("job-0") }
+    Process.kill(:KILL, worker)
+    @server.wait_for(/worker 0 \(gen 0\), pid #{worker} was killed by SIGKILL while serving jobs SpoolJob \(\d+(?:\.\d+)?s\)/,
+      after: mark)
+  end
+
   # A quiet worker promoted to the next mold stays quiet after the fork.
   def test_a_quiet_worker_stays_quiet_through_a_refork
     start(workers: 1)
@@ -129,8 +144,8 @@ class JobWorkersTest < Herd::Test
       document["processes"].any? { |row| row["role"] == "worker" && row["requests"] == 2 && row["state"] == "idle" }
     end
     refute_nil stats
-    title = Herd::Memory::ProcessTree.new.title(worker["pid"])
-    assert_equal "herd worker 0 (gen 0) jobs=2", title
+    # The job threads count on the scoreboard; the title follows at the main thread's next tick.
+    wait_until("the title counts 2 jobs") { Herd::Memory::ProcessTree.new.title(worker["pid"]) == "herd worker 0 (gen 0) jobs=2" }
   end
 
   private

@@ -32,6 +32,20 @@ class TallyTest < Herd::Test
     assert_equal "A, B, C, +2", tally.running
   end
 
+  # The worker writes each change on the scoreboard from the job thread.
+  def test_a_watcher_sees_each_start_and_end_as_it_happens
+    tally = Herd::Jobs::Tally.new
+    seen = []
+    tally.watch { |running, done| seen << [running, done] }
+    Thread.new { tally.start("MailJob") }.join
+    tally.start("HardJob")
+    tally.finish
+    assert_equal [["MailJob", 0], ["HardJob, MailJob", 0], ["MailJob", 1]], seen
+    tally.reset
+    tally.start("HardJob")
+    assert_equal 3, seen.size, "a process forked from one that ran jobs watches its own"
+  end
+
   def test_a_finish_without_a_start_counts_nothing
     tally = Herd::Jobs::Tally.new
     tally.finish

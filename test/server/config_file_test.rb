@@ -96,6 +96,14 @@ class ServerConfigFileTest < Herd::Test
     assert_nil load("prepare_heap false\n").heap_nice
   end
 
+  # The molds' room for the children and the workers' keeping of it go together.
+  def test_workers_keep_room_unless_prepare_heap_turns_it_off
+    assert load("").heap_room?
+    assert load("prepare_heap compact: true\n").heap_room?
+    refute load("prepare_heap room: false\n").heap_room?
+    refute load("prepare_heap false\n").heap_room?
+  end
+
   # Pitchfork's name for the hook is not herd's: refused as any unknown setting.
   def test_after_worker_fork_is_an_unknown_setting
     error = assert_raises(Herd::ConfigError) { load("after_fork { |server, worker| }\nafter_worker_fork { |server, worker| }\n") }

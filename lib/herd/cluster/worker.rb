@@ -162,7 +162,25 @@ module Herd
         @info.requests = done
         @running = running
         report_late_loads if counted && @late_loads
+        return report_count(running) if @jobs_on_scoreboard
+
         running ? report_running(running, changed) : idle_after_work
+      end
+
+      # Where this worker has a scoreboard slot, its job threads write what
+      # runs there as each job starts or ends (`tally`'s {Jobs::Tally#watch}),
+      # so that the monitor knows what a worker killed mid-job was running;
+      # {#progress} then only counts. Without a slot, the loop's report once
+      # a tick is all there is.
+      # @param tally [Jobs::Tally]
+      # @param label [String] what the jobs are called ("jobs")
+      def report_jobs_as_they_run(tally, label)
+        return unless @scoreboard
+
+        board = @scoreboard
+        slot = @slot
+        @jobs_on_scoreboard = true
+        tally.watch { |running, done| running ? board.busy(slot, label, running) : board.idle(slot, done) }
       end
 
       private
@@ -253,6 +271,12 @@ module Herd
         end
 
         @scoreboard.busy(@slot, *running) if changed
+        @scoreboard.count(@slot, @info.requests)
+      end
+
+      # The job threads write the rest.
+      def report_count(running)
+        title unless running
         @scoreboard.count(@slot, @info.requests)
       end
 

@@ -45,7 +45,7 @@ module Herd
         made = Room.grow(tight)
         @added += made.slots
         @seen = forced
-        made.slots.positive? || made.misfit ? describe(made, tight) : nil
+        (made.slots.positive? || made.misfit) ? describe(made, tight) : nil
       end
 
       private

@@ -75,6 +75,7 @@ module Herd
       private
 
       def start
+        @worker.report_jobs_as_they_run(@engine.tally, LABEL)
         @engine.start(@worker.info)
       end
 
