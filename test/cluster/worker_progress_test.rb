@@ -4,6 +4,7 @@ require "test_helper"
 require "herd/cluster/worker"
 require "herd/cluster/scoreboard"
 require "herd/cluster/protocol"
+require "herd/jobs/tally"
 
 # A job worker reports from its main thread, once a tick, how many jobs
 # are done and which run (Cluster::Worker#progress). The monitor must see
@@ -55,6 +56,37 @@ class WorkerProgressTest < Herd::Test
     assert_nil @board.current(0)
     worker.progress(8, nil)
     assert_equal 8, @board.requests(0), "jobs that started and ended between two ticks count"
+  end
+
+  # With a slot, the job threads write what runs as each job starts and
+  # ends; the main thread's report only counts, and never clears a label
+  # a job thread wrote after the tally it read.
+  def test_job_threads_write_the_running_jobs_at_once
+    @board = Herd::Cluster::Scoreboard.allocate(1)
+    skip "no mmap here" unless @board
+    worker = worker_with(@board)
+    tally = Herd::Jobs::Tally.new
+    worker.report_jobs_as_they_run(tally, "jobs")
+    Thread.new { tally.start("AJob") }.join
+    assert_equal "jobs AJob", @board.current(0)[1]
+    worker.progress(0, nil)
+    assert_equal "jobs AJob", @board.current(0)[1], "a tick's stale report leaves the label"
+    tally.start("BJob")
+    tally.finish
+    assert_equal "jobs AJob", @board.current(0)[1]
+    worker.progress(1, %w[jobs AJob])
+    assert_equal 1, @board.requests(0)
+    assert_empty @link.messages
+  end
+
+  def test_without_a_slot_the_ticks_report_alone
+    worker = worker_with(nil)
+    tally = Herd::Jobs::Tally.new
+    worker.report_jobs_as_they_run(tally, "jobs")
+    tally.start("AJob")
+    assert_empty @link.messages
+    worker.progress(0, %w[jobs AJob])
+    assert_equal ["jobs AJob"], @link.messages.grep(Herd::Cluster::Protocol::Busy).map(&:label)
   end
 
   def test_the_link_carries_each_new_count_while_the_running_jobs_change

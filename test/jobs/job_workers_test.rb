@@ -135,11 +135,11 @@ class JobWorkersTest < Herd::Test
     control = "unix:#{File.join(@spool, "control.sock")}"
     start(workers: 1, config: "control_listen #{control.inspect}\n")
     enqueue(2, 2)
-    stats = wait_for_stats(control, what: "a busy worker") do |document|
-      document["processes"].any? { |row| row["role"] == "worker" && row["state"] == "busy" }
+    # Each job thread writes the label as its job starts: one job, then both.
+    stats = wait_for_stats(control, what: "a worker busy with both jobs") do |document|
+      document["processes"].any? { |row| row["role"] == "worker" && row["state"] == "busy" && row["request"] == "jobs SpoolJob x2" }
     end
     worker = stats["processes"].find { |row| row["role"] == "worker" }
-    assert_equal "jobs SpoolJob x2", worker["request"]
     stats = wait_for_stats(control, what: "two jobs counted", timeout: 30) do |document|
       document["processes"].any? { |row| row["role"] == "worker" && row["requests"] == 2 && row["state"] == "idle" }
     end
