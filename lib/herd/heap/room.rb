@@ -59,8 +59,8 @@ module Herd
       end
 
       class << self
-        # Every heap of this process, up to {target_ratio} free: in a
-        # template, before it forks.
+        # Every heap of this process, up to {target_ratio} free, and all
+        # of them together too: in a template, before it forks.
         # @param env [Hash] for the GC settings the user gave
         # @return [Made]
         def make(env = ENV)
@@ -69,7 +69,12 @@ module Herd
 
           min, goal, max = RubyGCSettings.free_slot_ratios(env)
           target = target_ratio(min, goal, max)
-          add(GC.stat_heap.keys.to_h { |index| [index, target] }, nil, min)
+          # The small heaps keep more free than that: counted, the whole
+          # stays short of Ruby's maximum too.
+          budget = budget(target, GC.stat(:heap_available_slots), GC.stat(:heap_free_slots))
+          return Made.new(slots: 0, gc_runs: 0, min_ratio: min) unless budget.positive?
+
+          add(GC.stat_heap.keys.to_h { |index| [index, target] }, budget, min)
         end
 
         # The heaps a major GC was forced by, up to Ruby's goal free (where
@@ -87,8 +92,7 @@ module Herd
           stat = GC.stat
           total = stat[:heap_available_slots]
           # What the last GC left free: what this moment's allocations took is coming back.
-          free = total - [stat[:heap_marked_slots], total].min
-          budget = ((cap * total - free) / (1 - cap)).floor
+          budget = budget(cap, total, total - [stat[:heap_marked_slots], total].min)
           return Made.new(slots: 0, gc_runs: 0, min_ratio: min) unless budget.positive?
 
           add(indexes.to_h { |index| [index, goal.zero? ? cap : goal] }, budget, min)
@@ -116,8 +120,14 @@ module Herd
 
         private
 
+        # New slots that leave at most `cap` of all the heaps' slots free.
+        # @return [Integer]
+        def budget(cap, total, free)
+          ((cap * total - free) / (1 - cap)).floor
+        end
+
         # @param targets [Hash{Integer => Float}] the free share each heap should reach
-        # @param budget [Integer, nil] at most this many new slots in all
+        # @param budget [Integer] at most this many new slots in all
         def add(targets, budget, min)
           before = GC.stat(:heap_available_slots)
           fillers = []
@@ -146,14 +156,13 @@ module Herd
           heap = GC.stat_heap(index)
           total = heap[:heap_eden_slots]
           free = total - (heap[:total_allocated_objects] - heap[:total_freed_objects])
-          wanted = total.zero? ? 0 : ((total * target - free) / (1 - target)).ceil
-          wanted = [wanted, budget].min if budget
+          wanted = total.zero? ? 0 : [((total * target - free) / (1 - target)).ceil, budget].min
           return [nil, nil, budget] unless wanted.positive?
 
           count = free + wanted
           made = with_gc_off { Array.new(count) { filler(heap[:slot_size], index) } }
           landed = GC.stat_heap(index, :total_allocated_objects) - heap[:total_allocated_objects]
-          budget -= wanted if budget
+          budget -= wanted
           return [made, nil, budget] if landed >= count
 
           [nil, "objects made for the heap of #{heap[:slot_size]}-byte slots landed elsewhere (#{landed} of #{count})", budget]
