@@ -93,7 +93,7 @@ module Herd
       # @return [String] what {Room} does, with this process's ratios
       def room(env = ENV)
         min, goal, max = RubyGCSettings.free_slot_ratios(env)
-        format("empty heap pages added until %d%% of each heap is free (Ruby's minimum %d%%, goal %d%%, maximum %d%%)",
+        format("empty heap pages added until %d%% of each heap, and of all, is free (Ruby's minimum %d%%, goal %d%%, maximum %d%%)",
           (Room.target_ratio(min, goal, max) * 100).round, (min * 100).round, (goal * 100).round, (max * 100).round)
       end
 
