@@ -78,6 +78,10 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_room.rb -w 4 -- -c 5]],
       description: "the same with `prepare_heap room: false` (bench/jobs/overlay/config/herd_refork_no_room.rb): " \
         "no room for the children, in the molds or in the workers"),
+    Setup.new(name: "herd-sidekiq+refork+seal", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_seal.rb -w 4 -- -c 5]],
+      description: "the same with `prepare_heap seal_malloc: true` (bench/jobs/overlay/config/herd_refork_seal.rb): " \
+        "the first mold seals malloc's free chunks too, instead of only giving their pages back"),
     Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
@@ -113,6 +117,9 @@ module JobsBench
     Setup.new(name: "herd-solid_queue+refork+no_room", system: :solid_queue, expect: 4, env: FOUR,
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_room.rb -w 4]],
       description: "the same with `prepare_heap room: false`: no room for the children"),
+    Setup.new(name: "herd-solid_queue+refork+seal", system: :solid_queue, expect: 4, env: FOUR,
+      commands: [%w[bundle exec herd solid_queue -c config/herd_refork_seal.rb -w 4]],
+      description: "the same with `prepare_heap seal_malloc: true`: the first mold seals malloc's free chunks too"),
     Setup.new(name: "herd-solid_queue+yjit_late", system: :solid_queue, expect: 4,
       env: FOUR.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
       commands: [%w[bundle exec herd solid_queue -c config/herd_yjit_late.rb -w 4]],
