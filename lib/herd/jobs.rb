@@ -24,7 +24,10 @@ module Herd
     # priority (no request waits on a job worker, and a mold starved by
     # busy workers keeps the old generation's copies longer), starting with
     # a major GC (`major_gc_first`: the workers then run no chain of major
-    # GCs of their own, docs/COPY_ON_WRITE.md).
+    # GCs of their own, docs/COPY_ON_WRITE.md), and sealing malloc's free
+    # chunks in every mold, the first one of a reforking server included
+    # (`seal_malloc`: its workers' mallocs otherwise land in the holes of
+    # shared pages; docs/JOBS.md, "Memory: what to expect").
     # @return [Server::Config]
     def self.config
       config = Server::Config.new
@@ -33,7 +36,7 @@ module Herd
       config.out_of_band_gc = false
       config.shutdown_timeout = SHUTDOWN_TIMEOUT
       config.heap_nice_default = 0
-      config.heap_defaults = {major_gc_first: true}
+      config.heap_defaults = {major_gc_first: true, seal_malloc: true}
       config
     end
 

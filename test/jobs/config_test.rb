@@ -15,7 +15,8 @@ class JobsConfigTest < Herd::Test
     assert_equal Herd::Jobs::SHUTDOWN_TIMEOUT, config.shutdown_timeout
     assert_equal 0, config.heap_nice, "a new mold prepares its heap at the workers' own priority"
     assert_equal Herd::Server::Config::DEFAULT_HEAP_NICE, Herd::Server::Config.new.heap_nice
-    assert_equal({major_gc_first: true}, config.heap_defaults, "a new mold starts its preparation with a major GC")
+    assert_equal({major_gc_first: true, seal_malloc: true}, config.heap_defaults,
+      "a new mold starts its preparation with a major GC, and every mold seals malloc's free chunks")
     assert_equal({}, Herd::Server::Config.new.heap_defaults)
   end
 

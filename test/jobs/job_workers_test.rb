@@ -64,6 +64,17 @@ class JobWorkersTest < Herd::Test
     assert_empty claimed
   end
 
+  # The first mold of a reforking server seals malloc's free chunks too
+  # (job workers' default): its workers' mallocs land in fresh memory, not
+  # in holes of pages they share.
+  def test_the_first_mold_of_a_reforking_job_server_seals_mallocs_free_chunks
+    start(workers: 1, config: "refork_after [1000]\n")
+    line = @server.lines.join[/mold \(gen 0\): heap prepared.*/]
+    refute_nil line, @server.lines.join
+    refute_match(/free chunks left free/, line)
+    assert_match(/malloc free chunks sealed|free chunks left alone/, line) if Herd::Heap::Malloc.unsupported.nil?
+  end
+
   def test_hup_boots_a_fresh_mold_and_rolls_the_workers_onto_it
     start(workers: 2)
     enqueue(30, 0.05)

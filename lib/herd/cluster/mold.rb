@@ -183,7 +183,7 @@ module Herd
       # boot left, not in fresh memory behind sealed ones. That mold only
       # gives the free chunks' whole pages back, so the worker promoted next
       # is as compact as one process warmed in one go (docs/COPY_ON_WRITE.md,
-      # "malloc's free chunks").
+      # "malloc's free chunks"). Job workers seal there too ({Jobs.config}).
       def malloc_release
         (@separate && !@promoted && config.refork_after) ? {trim_malloc: true} : {seal_malloc: true}
       end

@@ -147,8 +147,8 @@ module Herd
       attr_accessor :heap_nice_default
 
       # @return [Hash] {Heap.prepare} options a mold uses unless
-      #   `prepare_heap` sets them: none, or `major_gc_first: true` for job
-      #   workers ({Jobs.config})
+      #   `prepare_heap` sets them: none, or `major_gc_first: true,
+      #   seal_malloc: true` for job workers ({Jobs.config})
       attr_accessor :heap_defaults
 
       # @return [Integer] how many workers a rollout takes out of service at
