@@ -56,6 +56,8 @@ module RailsBench
       description: "prepare_heap compact: :auto (the booted mold compacts too; promoted molds when the heap grew)"),
     herd("herd-no_major_gc", "prepare_heap major_gc_when_due: false",
       description: "prepare_heap major_gc_when_due: false (no promoted mold runs the major GC due in its workers)"),
+    herd("herd-seal_first", "prepare_heap seal_malloc: true",
+      description: "prepare_heap seal_malloc: true (the first mold seals malloc's free chunks too, as job workers' do)"),
     herd("herd-no_room", "prepare_heap room: false",
       description: "prepare_heap room: false (no empty heap pages for the workers, in the molds or in the workers)"),
     herd("herd-nice10", "prepare_heap nice: 10",
