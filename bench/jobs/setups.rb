@@ -58,7 +58,29 @@ module JobsBench
   # config/queue.yml's `processes:` (bench/jobs/overlay/config/queue.yml).
   FOUR = {"JOB_CONCURRENCY" => "4"}.freeze
 
-  PLAIN = [
+  # Heap settings tried on both job systems' `+refork` setups: suffix, the
+  # overlay's config file (herd_refork.rb's schedule plus one setting), what it changes.
+  HEAP_VARIANTS = [
+    ["compact", "herd_refork_compact.rb", "`prepare_heap compact: true`: every promoted mold compacts"],
+    ["no_major_gc", "herd_refork_no_major_gc.rb",
+      "`prepare_heap major_gc_first: false, major_gc_when_due: false`: no mold runs a major GC for its workers' sake"],
+    ["no_room", "herd_refork_no_room.rb", "`prepare_heap room: false`: no room for the children, in the molds or the workers"],
+    ["seal", "herd_refork_seal.rb",
+      "`prepare_heap seal_malloc: true`: the first mold seals malloc's free chunks too, instead of only giving their pages back"]
+  ].freeze
+
+  # `herd sidekiq -w 4` and `herd solid_queue -w 4` with `refork_after` and one heap setting.
+  def self.heap_variants
+    HEAP_VARIANTS.flat_map do |suffix, file, why|
+      description = "the same with #{why} (bench/jobs/overlay/config/#{file})"
+      [Setup.new(name: "herd-sidekiq+refork+#{suffix}", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
+        commands: [%W[bundle exec herd sidekiq -c config/#{file} -w 4 -- -c 5]], description: description),
+        Setup.new(name: "herd-solid_queue+refork+#{suffix}", system: :solid_queue, expect: 4, env: FOUR,
+          commands: [%W[bundle exec herd solid_queue -c config/#{file} -w 4]], description: description)]
+    end
+  end
+
+  PLAIN = ([
     Setup.new(name: "herd-sidekiq", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -w 4 -- -c 5]],
       description: "`herd sidekiq -w 4 -- -c 5`: 4 Sidekiq processes × 5 threads forked from one mold"),
@@ -66,22 +88,6 @@ module JobsBench
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 1000]` (bench/jobs/overlay/config/herd_refork.rb): " \
         "workers reforked from a warmed one after 50, then 100 jobs"),
-    Setup.new(name: "herd-sidekiq+refork+compact", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
-      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_compact.rb -w 4 -- -c 5]],
-      description: "the same with `prepare_heap compact: true` (bench/jobs/overlay/config/herd_refork_compact.rb): " \
-        "every promoted mold compacts"),
-    Setup.new(name: "herd-sidekiq+refork+no_major_gc", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
-      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_major_gc.rb -w 4 -- -c 5]],
-      description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false` " \
-        "(bench/jobs/overlay/config/herd_refork_no_major_gc.rb): no promoted mold runs a major GC for its workers' sake"),
-    Setup.new(name: "herd-sidekiq+refork+no_room", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
-      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_no_room.rb -w 4 -- -c 5]],
-      description: "the same with `prepare_heap room: false` (bench/jobs/overlay/config/herd_refork_no_room.rb): " \
-        "no room for the children, in the molds or in the workers"),
-    Setup.new(name: "herd-sidekiq+refork+seal", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
-      commands: [%w[bundle exec herd sidekiq -c config/herd_refork_seal.rb -w 4 -- -c 5]],
-      description: "the same with `prepare_heap seal_malloc: true` (bench/jobs/overlay/config/herd_refork_seal.rb): " \
-        "the first mold seals malloc's free chunks too, instead of only giving their pages back"),
     Setup.new(name: "herd-sidekiq+refork_often", system: :sidekiq, expect: 4, env: SIDEKIQ_ENV,
       commands: [%w[bundle exec herd sidekiq -c config/herd_refork_often.rb -w 4 -- -c 5]],
       description: "the same with `refork_after [50, 100, 200, 400, 800, 1600]` " \
@@ -107,19 +113,6 @@ module JobsBench
     Setup.new(name: "herd-solid_queue+refork", system: :solid_queue, expect: 4, env: FOUR,
       commands: [%w[bundle exec herd solid_queue -c config/herd_refork.rb -w 4]],
       description: "the same with `refork_after [50, 100, 1000]`"),
-    Setup.new(name: "herd-solid_queue+refork+compact", system: :solid_queue, expect: 4, env: FOUR,
-      commands: [%w[bundle exec herd solid_queue -c config/herd_refork_compact.rb -w 4]],
-      description: "the same with `prepare_heap compact: true`: every promoted mold compacts"),
-    Setup.new(name: "herd-solid_queue+refork+no_major_gc", system: :solid_queue, expect: 4, env: FOUR,
-      commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_major_gc.rb -w 4]],
-      description: "the same with `prepare_heap major_gc_first: false, major_gc_when_due: false`: no major GC " \
-        "for the workers' sake"),
-    Setup.new(name: "herd-solid_queue+refork+no_room", system: :solid_queue, expect: 4, env: FOUR,
-      commands: [%w[bundle exec herd solid_queue -c config/herd_refork_no_room.rb -w 4]],
-      description: "the same with `prepare_heap room: false`: no room for the children"),
-    Setup.new(name: "herd-solid_queue+refork+seal", system: :solid_queue, expect: 4, env: FOUR,
-      commands: [%w[bundle exec herd solid_queue -c config/herd_refork_seal.rb -w 4]],
-      description: "the same with `prepare_heap seal_malloc: true`: the first mold seals malloc's free chunks too"),
     Setup.new(name: "herd-solid_queue+yjit_late", system: :solid_queue, expect: 4,
       env: FOUR.merge("RUBY_YJIT_ENABLE" => nil, "BENCH_JOBS_YJIT_LATE" => "1"),
       commands: [%w[bundle exec herd solid_queue -c config/herd_yjit_late.rb -w 4]],
@@ -135,7 +128,7 @@ module JobsBench
     Setup.new(name: "bin/jobs-1x1", system: :solid_queue, expect: 1, baseline: true,
       env: {"JOB_CONCURRENCY" => "1", "JOB_THREADS" => "1"}, commands: [%w[bin/jobs]],
       description: "baseline: `bin/jobs` with 1 worker × 1 thread (CPU batch only)")
-  ].freeze
+  ] + heap_variants).freeze
   KSM = %w[herd-sidekiq herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
   ARENAS = %w[herd-sidekiq+refork sidekiq-x4 sidekiq-c20 herd-solid_queue+refork bin/jobs].freeze
   SETUPS = (PLAIN + PLAIN.select { |setup| KSM.include?(setup.name) }.map(&:with_ksm) +
