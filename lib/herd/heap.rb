@@ -102,13 +102,15 @@ module Herd
 
       private
 
-      # Says why when herd stepped aside (another Ruby, another malloc,
-      # other threads, HERD_HEAP_INTERNALS=0): a log must not read as if
-      # packing ran.
+      # Only when the room added slots, or stopped short: an unsupported
+      # Ruby is said once, in Heap::Steps.
       def room_summary
         (text = room&.to_s) ? "; #{text}" : ""
       end
 
+      # Says why when herd stepped aside (another Ruby, another malloc,
+      # other threads, HERD_HEAP_INTERNALS=0): a log must not read as if
+      # packing ran.
       def packed_summary
         packed ? "; #{packed}" : ""
       end

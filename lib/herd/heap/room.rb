@@ -30,6 +30,15 @@ module Herd
       TOWARDS_MAX = 0.8
       # Bytes of an Array's header, before the elements it embeds.
       ARRAY_HEADER = 16
+      # Why this Ruby gets no room ({Room.unsupported}). Before 3.4, Ruby
+      # counts the pages a heap may add without a GC, and a GC does not
+      # reset that count: the room's pages would stay allowed to every
+      # child, which then grows instead of collecting.
+      UNSUPPORTED = if !GC.respond_to?(:stat_heap)
+        "no GC.stat_heap before Ruby 3.2"
+      elsif !GC.stat.key?(:heap_allocatable_slots)
+        "Ruby < 3.4 counts the pages a heap may add in pages, which its GCs do not reset"
+      end
 
       # What {Room.make} did.
       #
@@ -107,15 +116,7 @@ module Herd
 
         # @return [String, nil] why this Ruby gets no room, nil when it does
         def unsupported
-          return "no GC.stat_heap before Ruby 3.2" unless GC.respond_to?(:stat_heap)
-          # Before 3.4, Ruby counts the pages a heap may add without a GC,
-          # and a GC does not reset that count: the room's pages would stay
-          # allowed to every child, which then grows instead of collecting.
-          unless GC.stat.key?(:heap_allocatable_slots)
-            return "Ruby < 3.4 counts the pages a heap may add in pages, which its GCs do not reset"
-          end
-
-          nil
+          UNSUPPORTED
         end
 
         private
